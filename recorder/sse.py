@@ -1,0 +1,116 @@
+"""Server-sent events framing: split a byte stream into frames, and write frames.
+
+Follows the SSE specification (LF, CRLF or CR line ends; several ``data:`` lines joined
+with LF; comment lines; an event ends at a blank line), with one deliberate extension:
+``close()`` hands out a last event that was not followed by a blank line, because agents
+that end their stream without one still sent that event and the recorder must keep it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from recorder.errors import InputError
+
+
+class FrameTooLarge(InputError):
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"SSE frame larger than the limit of {limit} bytes")
+        self.limit = limit
+
+
+@dataclass(frozen=True, slots=True)
+class Frame:
+    data: bytes
+    id: str | None = None
+    event: str | None = None
+
+
+class FrameSplitter:
+    """Incremental SSE parser: ``feed`` chunks as they arrive, ``close`` at end of stream."""
+
+    __slots__ = ("_buf", "_data", "_event", "_id", "_max", "_size")
+
+    def __init__(self, max_frame_bytes: int | None = None) -> None:
+        self._buf = b""
+        self._data: list[bytes] = []
+        self._id: str | None = None
+        self._event: str | None = None
+        self._max = max_frame_bytes
+        self._size = 0
+
+    def feed(self, chunk: bytes) -> list[Frame]:
+        buf = self._buf + chunk if self._buf else chunk
+        if b"\r" in buf:
+            # A CR at the very end may be the first half of a CRLF split across chunks.
+            held = b""
+            if buf.endswith(b"\r"):
+                buf, held = buf[:-1], b"\r"
+            buf = buf.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+            lines = buf.split(b"\n")
+            self._buf = lines.pop() + held
+        else:
+            lines = buf.split(b"\n")
+            self._buf = lines.pop()
+        if self._max is not None and len(self._buf) + self._size > self._max:
+            raise FrameTooLarge(self._max)
+        frames: list[Frame] = []
+        for line in lines:
+            frame = self._line(line)
+            if frame is not None:
+                frames.append(frame)
+        return frames
+
+    def close(self) -> list[Frame]:
+        """Whatever the stream left: a last line without its end, an event without its blank line."""
+        frames: list[Frame] = []
+        rest, self._buf = self._buf, b""
+        if rest:
+            frame = self._line(rest.rstrip(b"\r"))
+            if frame is not None:
+                frames.append(frame)
+        frame = self._line(b"")
+        if frame is not None:
+            frames.append(frame)
+        return frames
+
+    def _line(self, line: bytes) -> Frame | None:
+        if not line:
+            return self._dispatch()
+        if line[0] == 0x3A:  # ":" starts a comment
+            return None
+        name, sep, value = line.partition(b":")
+        if sep and value[:1] == b" ":
+            value = value[1:]
+        if name == b"data":
+            self._data.append(value)
+            self._size += len(value) + 1
+            if self._max is not None and self._size > self._max:
+                raise FrameTooLarge(self._max)
+        elif name == b"id":
+            if b"\0" not in value:
+                self._id = value.decode("utf-8", "replace")
+        elif name == b"event":
+            self._event = value.decode("utf-8", "replace")
+        return None
+
+    def _dispatch(self) -> Frame | None:
+        if not self._data:
+            self._event = None
+            return None
+        data = self._data[0] if len(self._data) == 1 else b"\n".join(self._data)
+        frame = Frame(data, self._id, self._event)
+        self._data = []
+        self._size = 0
+        self._event = None
+        return frame
+
+
+def encode_frame(data: bytes, event_id: int | str | None = None) -> bytes:
+    """One SSE event carrying ``data`` unchanged (LFs inside become extra ``data:`` lines)."""
+    head = b"id: %s\n" % str(event_id).encode() if event_id is not None else b""
+    if b"\n" in data:
+        body = b"".join(b"data: " + part + b"\n" for part in data.split(b"\n"))
+    else:
+        body = b"data: " + data + b"\n"
+    return head + body + b"\n"

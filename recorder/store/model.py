@@ -1,0 +1,100 @@
+"""What the store takes and gives: plain frozen records, no database types."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+RUNNING = "running"
+FINISHED = "finished"
+INTERRUPTED = "interrupted"
+CANCELLED = "cancelled"
+ERROR = "error"
+INCOMPLETE = "incomplete"
+STATUSES = (RUNNING, FINISHED, INTERRUPTED, CANCELLED, ERROR, INCOMPLETE)
+TERMINAL = frozenset(STATUSES) - {RUNNING}
+
+UPSTREAM = "upstream"
+RECORDER = "recorder"
+IMPORT = "import"
+ORIGINS = (UPSTREAM, RECORDER, IMPORT)
+
+
+@dataclass(frozen=True, slots=True)
+class NewEvent:
+    """A frame to append: the payload exactly as received."""
+
+    payload: bytes
+    type: str | None
+    origin: str = UPSTREAM
+    recorded_at: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Appended:
+    seq: int
+    position: int
+
+
+@dataclass(frozen=True, slots=True)
+class NewRun:
+    run_id: str
+    thread_id: str
+    agent: str | None = None
+    input: bytes | None = None
+    parent_run_id: str | None = None
+    parent_seq: int | None = None
+    parent_inferred: bool = False
+    origin: str = UPSTREAM
+    owner: str | None = None
+    created_at: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    run_id: str
+    thread_id: str
+    agent: str | None
+    status: str
+    input: bytes | None
+    parent_run_id: str | None
+    parent_seq: int | None
+    parent_inferred: bool
+    origin: str
+    outcome: str | None
+    error: str | None
+    violations: list[dict[str, Any]]
+    event_count: int
+    created_at: float
+    finished_at: float | None
+    heartbeat_at: float | None
+    owner: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Thread:
+    thread_id: str
+    agent: str | None
+    created_at: float
+    updated_at: float
+    run_count: int
+    latest_run_id: str | None
+    summary: str | None
+    latest_status: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ThreadFilter:
+    agent: str | None = None
+    status: str | None = None
+    since: float | None = None
+    until: float | None = None
+    text: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    """A page of a keyset-paginated list; ``cursor`` fetches the next one (None: no more)."""
+
+    items: list[Any] = field(default_factory=list)
+    cursor: str | None = None

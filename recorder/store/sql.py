@@ -1,0 +1,538 @@
+"""The SQL event store: one implementation for SQLite and PostgreSQL.
+
+Dialect details (engine setup, the append lock, the driver-level fast paths, notifications,
+error translation) live in ``sqlite.py`` and ``postgres.py``; this module never branches on
+the database's name.
+
+Public methods open the transaction; private ``_helpers(conn, ...)`` do the work.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import time
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from typing import Any, Protocol
+
+import orjson
+from sqlalchemy import and_, func, or_, select, update
+from sqlalchemy.engine import Row
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+from recorder.errors import (
+    Conflict,
+    InputError,
+    RunClosed,
+    RunNotFound,
+    StoreError,
+    ThreadNotFound,
+)
+from recorder.events import RecordedEvent
+from recorder.store import schema
+from recorder.store.model import (
+    RUNNING,
+    STATUSES,
+    TERMINAL,
+    Appended,
+    NewEvent,
+    NewRun,
+    Page,
+    Run,
+    Thread,
+    ThreadFilter,
+)
+
+EventRow = tuple[int, str, str, int, str | None, bytes, float, str]
+
+
+class Dialect(Protocol):
+    """What differs between databases; everything else is shared SQL."""
+
+    name: str
+
+    def create_engine(self, url: str) -> AsyncEngine: ...
+    def translate(self, exc: BaseException) -> StoreError | None: ...
+    @asynccontextmanager
+    def append_transaction(self, engine: AsyncEngine) -> AsyncIterator[AsyncConnection]: ...
+    async def insert_events(self, conn: AsyncConnection, rows: list[EventRow]) -> None: ...
+    async def fetch_events(
+        self, conn: AsyncConnection, run_id: str, gt: int, lte: int | None, limit: int | None
+    ) -> list[EventRow]: ...
+    async def notify(self, conn: AsyncConnection) -> None: ...
+    async def listen(self, engine: AsyncEngine, wake: asyncio.Event) -> None: ...
+    async def stop(self) -> None: ...
+
+
+class SqlStore:
+    def __init__(self, url: str, engine: AsyncEngine, dialect: Dialect) -> None:
+        self.url = url
+        self._engine = engine
+        self._dialect = dialect
+        self._changed = asyncio.Condition()
+        self._wake = asyncio.Event()
+        self._listening = False
+
+    @classmethod
+    async def open(cls, url: str, dialect: Dialect) -> SqlStore:
+        engine = dialect.create_engine(url)
+        store = cls(url, engine, dialect)
+        try:
+            async with engine.connect() as conn:
+                await conn.exec_driver_sql("SELECT 1")
+        except Exception as exc:
+            await engine.dispose()
+            raise store._translated(exc) from exc
+        return store
+
+    @property
+    def engine(self) -> AsyncEngine:
+        return self._engine
+
+    @property
+    def dialect_name(self) -> str:
+        return self._dialect.name
+
+    async def close(self) -> None:
+        await self._dialect.stop()
+        await self._engine.dispose()
+
+    async def migrate(self) -> None:
+        from recorder.store.migrations import upgrade
+
+        try:
+            await upgrade(self._engine)
+        except Exception as exc:
+            raise self._translated(exc) from exc
+
+    # -- writing ---------------------------------------------------------------------------
+
+    async def create_run(self, run: NewRun) -> Run:
+        now = run.created_at if run.created_at is not None else time.time()
+        try:
+            async with self._engine.begin() as conn:
+                await self._ensure_thread(conn, run, now)
+                await conn.execute(schema.runs.insert().values(**_run_values(run, now)))
+        except Exception as exc:
+            raise self._translated(exc, run_id=run.run_id) from exc
+        return await self.get_run(run.run_id)
+
+    async def append(self, run_id: str, events: Sequence[NewEvent]) -> list[Appended]:
+        return (await self.append_batches([(run_id, events)]))[0]
+
+    async def append_batches(
+        self, batches: Sequence[tuple[str, Sequence[NewEvent]]]
+    ) -> list[list[Appended]]:
+        """Append every batch in one transaction: all of them are recorded, or none."""
+        try:
+            async with self._dialect.append_transaction(self._engine) as conn:
+                result = await self._append(conn, batches)
+                await self._dialect.notify(conn)
+        except StoreError:
+            raise
+        except Exception as exc:
+            raise self._translated(exc) from exc
+        await self._changed_locally()
+        return result
+
+    async def set_status(
+        self,
+        run_id: str,
+        status: str,
+        *,
+        outcome: str | None = None,
+        error: str | None = None,
+        violations: list[dict[str, object]] | None = None,
+    ) -> Run:
+        if status not in STATUSES:
+            raise InputError(f"unknown run status {status!r}")
+        values: dict[str, Any] = {"status": status}
+        if status in TERMINAL:
+            values["finished_at"] = time.time()
+        if outcome is not None:
+            values["outcome"] = outcome
+        if error is not None:
+            values["error"] = error
+        if violations is not None:
+            values["violations"] = orjson.dumps(violations).decode()
+        try:
+            async with self._engine.begin() as conn:
+                found = await conn.execute(
+                    update(schema.runs).where(schema.runs.c.run_id == run_id).values(**values)
+                )
+                if found.rowcount == 0:
+                    raise RunNotFound(run_id)
+                await self._dialect.notify(conn)
+        except StoreError:
+            raise
+        except Exception as exc:
+            raise self._translated(exc) from exc
+        await self._changed_locally()
+        return await self.get_run(run_id)
+
+    async def heartbeat(self, run_ids: Sequence[str], owner: str) -> None:
+        if not run_ids:
+            return
+        async with self._engine.begin() as conn:
+            await conn.execute(
+                update(schema.runs)
+                .where(schema.runs.c.run_id.in_(list(run_ids)))
+                .values(heartbeat_at=time.time(), owner=owner)
+            )
+
+    async def mark_incomplete(
+        self, *, owner: str | None = None, stale_before: float | None = None
+    ) -> list[str]:
+        """Close runs left ``running`` by a process that is gone (all of them, by default)."""
+        runs = schema.runs
+        cond = runs.c.status == RUNNING
+        if owner is not None:
+            cond = and_(cond, runs.c.owner == owner)
+        if stale_before is not None:
+            cond = and_(
+                cond,
+                or_(runs.c.heartbeat_at.is_(None), runs.c.heartbeat_at < stale_before),
+            )
+        async with self._engine.begin() as conn:
+            ids = [r[0] for r in await conn.execute(select(runs.c.run_id).where(cond))]
+            if ids:
+                await conn.execute(
+                    update(runs)
+                    .where(and_(runs.c.run_id.in_(ids), runs.c.status == RUNNING))
+                    .values(status="incomplete", finished_at=time.time())
+                )
+                await self._dialect.notify(conn)
+        return ids
+
+    async def set_summary(self, thread_id: str, summary: str) -> None:
+        async with self._engine.begin() as conn:
+            await conn.execute(
+                update(schema.threads)
+                .where(schema.threads.c.thread_id == thread_id)
+                .values(summary=summary)
+            )
+
+    async def save_checkpoint(self, run_id: str, seq: int, data: bytes) -> None:
+        try:
+            async with self._engine.begin() as conn:
+                await conn.execute(
+                    schema.checkpoints.insert().values(run_id=run_id, seq=seq, data=data)
+                )
+        except Exception as exc:
+            err = self._translated(exc)
+            if not isinstance(err, Conflict):  # another reader saved the same checkpoint
+                raise err from exc
+
+    # -- reading ---------------------------------------------------------------------------
+
+    async def get_run(self, run_id: str) -> Run:
+        async with self._engine.connect() as conn:
+            row = (
+                await conn.execute(select(schema.runs).where(schema.runs.c.run_id == run_id))
+            ).first()
+        if row is None:
+            raise RunNotFound(run_id)
+        return _run(row)
+
+    async def read_events(
+        self, run_id: str, *, gt: int = -1, lte: int | None = None, limit: int | None = None
+    ) -> list[RecordedEvent]:
+        async with self._engine.connect() as conn:
+            rows = await self._dialect.fetch_events(conn, run_id, gt, lte, limit)
+        return [RecordedEvent(*row) for row in rows]
+
+    async def read_after(
+        self, position: int, *, limit: int | None = None, thread_id: str | None = None
+    ) -> list[RecordedEvent]:
+        ev = schema.events
+        query = select(*_event_columns()).where(ev.c.position > position)
+        if thread_id is not None:
+            query = query.where(ev.c.thread_id == thread_id)
+        query = query.order_by(ev.c.position)
+        if limit is not None:
+            query = query.limit(limit)
+        async with self._engine.connect() as conn:
+            rows = (await conn.execute(query)).all()
+        return [RecordedEvent(*row) for row in rows]
+
+    async def max_position(self) -> int:
+        async with self._engine.connect() as conn:
+            value = await conn.scalar(select(func.max(schema.events.c.position)))
+        return int(value or 0)
+
+    async def list_runs(self, thread_id: str) -> list[Run]:
+        runs = schema.runs
+        async with self._engine.connect() as conn:
+            rows = await conn.execute(
+                select(runs)
+                .where(runs.c.thread_id == thread_id)
+                .order_by(runs.c.created_at, runs.c.run_id)
+            )
+            return [_run(row) for row in rows]
+
+    async def get_thread(self, thread_id: str) -> Thread:
+        async with self._engine.connect() as conn:
+            row = (await conn.execute(_thread_query().where(schema.threads.c.thread_id == thread_id))).first()
+        if row is None:
+            raise ThreadNotFound(thread_id)
+        return _thread(row)
+
+    async def list_threads(
+        self, filters: ThreadFilter = ThreadFilter(), *, limit: int = 50, cursor: str | None = None
+    ) -> Page:
+        th = schema.threads
+        query = _thread_query()
+        query = _filter_threads(query, filters)
+        if cursor is not None:
+            updated_at, thread_id = _decode_cursor(cursor)
+            query = query.where(
+                or_(
+                    th.c.updated_at < updated_at,
+                    and_(th.c.updated_at == updated_at, th.c.thread_id < thread_id),
+                )
+            )
+        query = query.order_by(th.c.updated_at.desc(), th.c.thread_id.desc()).limit(limit + 1)
+        async with self._engine.connect() as conn:
+            rows = (await conn.execute(query)).all()
+        items = [_thread(row) for row in rows[:limit]]
+        next_cursor = None
+        if len(rows) > limit:
+            last = items[-1]
+            next_cursor = _encode_cursor(last.updated_at, last.thread_id)
+        return Page(items, next_cursor)
+
+    async def lineage(self, run_id: str) -> list[Run]:
+        """The run's chain of parents, root first, the run itself last."""
+        chain: list[Run] = []
+        seen: set[str] = set()
+        current: str | None = run_id
+        async with self._engine.connect() as conn:
+            while current is not None and current not in seen:
+                seen.add(current)
+                row = (
+                    await conn.execute(select(schema.runs).where(schema.runs.c.run_id == current))
+                ).first()
+                if row is None:
+                    if not chain:
+                        raise RunNotFound(run_id)
+                    break  # a parent that was never recorded here (e.g. another system's run)
+                run = _run(row)
+                chain.append(run)
+                current = run.parent_run_id
+        chain.reverse()
+        return chain
+
+    async def nearest_checkpoint(self, run_id: str, seq: int) -> tuple[int, bytes] | None:
+        cp = schema.checkpoints
+        async with self._engine.connect() as conn:
+            row = (
+                await conn.execute(
+                    select(cp.c.seq, cp.c.data)
+                    .where(and_(cp.c.run_id == run_id, cp.c.seq <= seq))
+                    .order_by(cp.c.seq.desc())
+                    .limit(1)
+                )
+            ).first()
+        return None if row is None else (int(row[0]), bytes(row[1]))
+
+    async def wait(self, timeout: float) -> None:
+        if not self._listening:
+            self._listening = True
+            await self._dialect.listen(self._engine, self._wake)
+        self._wake.clear()
+        try:
+            await asyncio.wait_for(self._wake.wait(), timeout)
+        except TimeoutError:
+            pass
+
+    # -- private ---------------------------------------------------------------------------
+
+    async def _changed_locally(self) -> None:
+        self._wake.set()
+
+    async def _ensure_thread(self, conn: AsyncConnection, run: NewRun, now: float) -> None:
+        th = schema.threads
+        found = await conn.execute(
+            update(th)
+            .where(th.c.thread_id == run.thread_id)
+            .values(updated_at=now, run_count=th.c.run_count + 1, latest_run_id=run.run_id)
+        )
+        if found.rowcount == 0:
+            await conn.execute(
+                th.insert().values(
+                    thread_id=run.thread_id,
+                    agent=run.agent,
+                    created_at=now,
+                    updated_at=now,
+                    run_count=1,
+                    latest_run_id=run.run_id,
+                )
+            )
+
+    async def _append(
+        self, conn: AsyncConnection, batches: Sequence[tuple[str, Sequence[NewEvent]]]
+    ) -> list[list[Appended]]:
+        # The append transaction holds the database's append lock (see the dialects), so
+        # positions handed out here are contiguous and increase in commit order.
+        position = int(await conn.scalar(select(func.max(schema.events.c.position))) or 0)
+        now = time.time()
+        rows: list[EventRow] = []
+        results: list[list[Appended]] = []
+        for run_id, events in batches:
+            thread_id, first_seq = await self._claim_seqs(conn, run_id, len(events), now)
+            appended: list[Appended] = []
+            for offset, event in enumerate(events):
+                position += 1
+                seq = first_seq + offset
+                recorded = event.recorded_at if event.recorded_at is not None else now
+                rows.append(
+                    (position, thread_id, run_id, seq, event.type, event.payload, recorded, event.origin)
+                )
+                appended.append(Appended(seq, position))
+            results.append(appended)
+        if rows:
+            await self._dialect.insert_events(conn, rows)
+        return results
+
+    async def _claim_seqs(
+        self, conn: AsyncConnection, run_id: str, count: int, now: float
+    ) -> tuple[str, int]:
+        runs = schema.runs
+        row = (
+            await conn.execute(
+                update(runs)
+                .where(runs.c.run_id == run_id)
+                .values(event_count=runs.c.event_count + count, heartbeat_at=now)
+                .returning(runs.c.thread_id, runs.c.event_count, runs.c.status)
+            )
+        ).first()
+        if row is None:
+            raise RunNotFound(run_id)
+        if row[2] != RUNNING:
+            raise RunClosed(f"run {run_id!r} is {row[2]}: a closed run takes no more events")
+        return str(row[0]), int(row[1]) - count
+
+    def _translated(self, exc: BaseException, *, run_id: str | None = None) -> StoreError:
+        if isinstance(exc, StoreError):
+            return exc
+        err = self._dialect.translate(exc)
+        if err is None:
+            err = StoreError(f"{type(exc).__name__}: {exc}")
+        if isinstance(err, Conflict) and run_id is not None:
+            err = Conflict(f"run {run_id!r} already exists")
+        return err
+
+
+def _run_values(run: NewRun, now: float) -> dict[str, Any]:
+    return {
+        "run_id": run.run_id,
+        "thread_id": run.thread_id,
+        "agent": run.agent,
+        "status": RUNNING,
+        "input": run.input,
+        "parent_run_id": run.parent_run_id,
+        "parent_seq": run.parent_seq,
+        "parent_inferred": run.parent_inferred,
+        "origin": run.origin,
+        "created_at": now,
+        "heartbeat_at": now,
+        "owner": run.owner,
+    }
+
+
+def _event_columns() -> list[Any]:
+    ev = schema.events
+    return [
+        ev.c.position,
+        ev.c.thread_id,
+        ev.c.run_id,
+        ev.c.seq,
+        ev.c.type,
+        ev.c.payload,
+        ev.c.recorded_at,
+        ev.c.origin,
+    ]
+
+
+def _run(row: Row[Any]) -> Run:
+    m = row._mapping
+    return Run(
+        run_id=m["run_id"],
+        thread_id=m["thread_id"],
+        agent=m["agent"],
+        status=m["status"],
+        input=None if m["input"] is None else bytes(m["input"]),
+        parent_run_id=m["parent_run_id"],
+        parent_seq=m["parent_seq"],
+        parent_inferred=bool(m["parent_inferred"]),
+        origin=m["origin"],
+        outcome=m["outcome"],
+        error=m["error"],
+        violations=orjson.loads(m["violations"]) if m["violations"] else [],
+        event_count=int(m["event_count"]),
+        created_at=float(m["created_at"]),
+        finished_at=m["finished_at"],
+        heartbeat_at=m["heartbeat_at"],
+        owner=m["owner"],
+    )
+
+
+def _thread_query() -> Any:
+    th, runs = schema.threads, schema.runs
+    latest_status = (
+        select(runs.c.status).where(runs.c.run_id == th.c.latest_run_id).scalar_subquery()
+    )
+    return select(th, latest_status.label("latest_status"))
+
+
+def _filter_threads(query: Any, f: ThreadFilter) -> Any:
+    th, runs = schema.threads, schema.runs
+    if f.agent is not None:
+        query = query.where(
+            select(runs.c.run_id)
+            .where(and_(runs.c.thread_id == th.c.thread_id, runs.c.agent == f.agent))
+            .exists()
+        )
+    if f.status is not None:
+        query = query.where(
+            select(runs.c.status)
+            .where(runs.c.run_id == th.c.latest_run_id)
+            .scalar_subquery()
+            == f.status
+        )
+    if f.since is not None:
+        query = query.where(th.c.updated_at >= f.since)
+    if f.until is not None:
+        query = query.where(th.c.updated_at <= f.until)
+    if f.text:
+        pattern = "%" + f.text.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        query = query.where(func.lower(th.c.summary).like(pattern, escape="\\"))
+    return query
+
+
+def _thread(row: Row[Any]) -> Thread:
+    m = row._mapping
+    return Thread(
+        thread_id=m["thread_id"],
+        agent=m["agent"],
+        created_at=float(m["created_at"]),
+        updated_at=float(m["updated_at"]),
+        run_count=int(m["run_count"]),
+        latest_run_id=m["latest_run_id"],
+        summary=m["summary"],
+        latest_status=m["latest_status"],
+    )
+
+
+def _encode_cursor(updated_at: float, thread_id: str) -> str:
+    return base64.urlsafe_b64encode(orjson.dumps([updated_at, thread_id])).decode()
+
+
+def _decode_cursor(cursor: str) -> tuple[float, str]:
+    try:
+        updated_at, thread_id = orjson.loads(base64.urlsafe_b64decode(cursor.encode()))
+        return float(updated_at), str(thread_id)
+    except Exception as exc:
+        raise InputError(f"invalid cursor {cursor!r}") from exc
+

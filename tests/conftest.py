@@ -1,0 +1,106 @@
+"""Shared fixtures: real databases (a SQLite file, a fresh PostgreSQL database per test)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import asyncpg
+import pytest
+
+from recorder.store import EventStore, open_store
+
+CI = os.environ.get("CI", "").lower() == "true"
+PG_ADMIN = os.environ.get("RECORDER_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
+ROOT = Path(__file__).resolve().parents[1]
+INTEROP = ROOT / "tests" / "interop"
+
+
+def require(available: bool, what: str) -> None:
+    """Skip when a real part is missing on this machine; under CI a missing part fails."""
+    if available:
+        return
+    if CI:
+        pytest.fail(f"{what} is required under CI=true but is not available")
+    pytest.skip(f"{what} not available")
+
+
+def node_available() -> bool:
+    return shutil.which("node") is not None and (INTEROP / "node_modules" / "@ag-ui" / "client").is_dir()
+
+
+def pg_available() -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", 5432), timeout=2):
+            return True
+    except OSError:
+        return False
+
+
+async def create_pg_database() -> str:
+    """A new, empty database; its asyncpg-SQLAlchemy URL."""
+    name = f"recorder_test_{uuid.uuid4().hex[:12]}"
+    conn = await asyncpg.connect(PG_ADMIN)
+    try:
+        await conn.execute(f'CREATE DATABASE "{name}"')
+    finally:
+        await conn.close()
+    base = PG_ADMIN.rsplit("/", 1)[0].replace("postgresql://", "postgresql+asyncpg://", 1)
+    return f"{base}/{name}"
+
+
+async def drop_pg_database(url: str) -> None:
+    name = url.rsplit("/", 1)[1]
+    conn = await asyncpg.connect(PG_ADMIN)
+    try:
+        await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    finally:
+        await conn.close()
+
+
+@pytest.fixture
+def sqlite_url(tmp_path: Path) -> str:
+    return f"sqlite+aiosqlite:///{tmp_path / 'recorder.db'}"
+
+
+@pytest.fixture
+async def pg_url() -> AsyncIterator[str]:
+    require(pg_available(), "PostgreSQL at 127.0.0.1:5432")
+    url = await create_pg_database()
+    try:
+        yield url
+    finally:
+        await drop_pg_database(url)
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+async def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[str]:
+    if request.param == "sqlite":
+        yield f"sqlite+aiosqlite:///{tmp_path / 'recorder.db'}"
+        return
+    require(pg_available(), "PostgreSQL at 127.0.0.1:5432")
+    url = await create_pg_database()
+    try:
+        yield url
+    finally:
+        await drop_pg_database(url)
+
+
+@pytest.fixture
+async def store(db_url: str) -> AsyncIterator[EventStore]:
+    s = await open_store(db_url, migrate=True)
+    try:
+        yield s
+    finally:
+        await s.close()
+
+
+@pytest.fixture
+def vectors() -> Iterator[Path]:
+    path = ROOT.parent / "shared" / "vectors" / "ag-ui-dotnet-baselines"
+    require(path.is_dir(), f"test vectors at {path}")
+    yield path
