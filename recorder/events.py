@@ -18,7 +18,7 @@ JSONObject = dict[str, Any]
 
 
 def decode(data: bytes | str | Mapping[str, Any]) -> JSONObject | None:
-    """The frame as a JSON object, or None when it is not one (garbage is the caller's to report)."""
+    """The frame as a JSON object, or None when it is not one (the caller reports garbage)."""
     if isinstance(data, Mapping):
         return dict(data)
     try:

@@ -62,7 +62,7 @@ class FrameSplitter:
         return frames
 
     def close(self) -> list[Frame]:
-        """Whatever the stream left: a last line without its end, an event without its blank line."""
+        """What the stream left: a last line without its end, an event without its blank line."""
         frames: list[Frame] = []
         rest, self._buf = self._buf, b""
         if rest:

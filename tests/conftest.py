@@ -30,7 +30,10 @@ def require(available: bool, what: str) -> None:
 
 
 def node_available() -> bool:
-    return shutil.which("node") is not None and (INTEROP / "node_modules" / "@ag-ui" / "client").is_dir()
+    return (
+        shutil.which("node") is not None
+        and (INTEROP / "node_modules" / "@ag-ui" / "client").is_dir()
+    )
 
 
 def pg_available() -> bool:

@@ -47,8 +47,13 @@ class PostgresDialect:
         return translate_common(exc)
 
     @asynccontextmanager
-    async def append_transaction(self, engine: AsyncEngine) -> AsyncIterator[AsyncConnection]:
+    async def write_transaction(
+        self, engine: AsyncEngine, *, append: bool = False
+    ) -> AsyncIterator[AsyncConnection]:
         async with engine.begin() as conn:
+            if not append:
+                yield conn
+                return
             # Positions must increase in commit order, or a reader tailing "position > N"
             # could pass over a row whose transaction commits late (it took N+1 but became
             # visible after N+2 was read). A sequence cannot promise that; holding this lock

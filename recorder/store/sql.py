@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import time
-from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Sequence
+from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol
 
 import orjson
@@ -54,8 +55,9 @@ class Dialect(Protocol):
 
     def create_engine(self, url: str) -> AsyncEngine: ...
     def translate(self, exc: BaseException) -> StoreError | None: ...
-    @asynccontextmanager
-    def append_transaction(self, engine: AsyncEngine) -> AsyncIterator[AsyncConnection]: ...
+    def write_transaction(
+        self, engine: AsyncEngine, *, append: bool = False
+    ) -> AbstractAsyncContextManager[AsyncConnection]: ...
     async def insert_events(self, conn: AsyncConnection, rows: list[EventRow]) -> None: ...
     async def fetch_events(
         self, conn: AsyncConnection, run_id: str, gt: int, lte: int | None, limit: int | None
@@ -111,7 +113,7 @@ class SqlStore:
     async def create_run(self, run: NewRun) -> Run:
         now = run.created_at if run.created_at is not None else time.time()
         try:
-            async with self._engine.begin() as conn:
+            async with self._dialect.write_transaction(self._engine) as conn:
                 await self._ensure_thread(conn, run, now)
                 await conn.execute(schema.runs.insert().values(**_run_values(run, now)))
         except Exception as exc:
@@ -126,7 +128,7 @@ class SqlStore:
     ) -> list[list[Appended]]:
         """Append every batch in one transaction: all of them are recorded, or none."""
         try:
-            async with self._dialect.append_transaction(self._engine) as conn:
+            async with self._dialect.write_transaction(self._engine, append=True) as conn:
                 result = await self._append(conn, batches)
                 await self._dialect.notify(conn)
         except StoreError:
@@ -157,7 +159,7 @@ class SqlStore:
         if violations is not None:
             values["violations"] = orjson.dumps(violations).decode()
         try:
-            async with self._engine.begin() as conn:
+            async with self._dialect.write_transaction(self._engine) as conn:
                 found = await conn.execute(
                     update(schema.runs).where(schema.runs.c.run_id == run_id).values(**values)
                 )
@@ -174,7 +176,7 @@ class SqlStore:
     async def heartbeat(self, run_ids: Sequence[str], owner: str) -> None:
         if not run_ids:
             return
-        async with self._engine.begin() as conn:
+        async with self._dialect.write_transaction(self._engine) as conn:
             await conn.execute(
                 update(schema.runs)
                 .where(schema.runs.c.run_id.in_(list(run_ids)))
@@ -182,19 +184,25 @@ class SqlStore:
             )
 
     async def mark_incomplete(
-        self, *, owner: str | None = None, stale_before: float | None = None
+        self,
+        *,
+        owner: str | None = None,
+        stale_before: float | None = None,
+        exclude_owner: str | None = None,
     ) -> list[str]:
         """Close runs left ``running`` by a process that is gone (all of them, by default)."""
         runs = schema.runs
         cond = runs.c.status == RUNNING
         if owner is not None:
             cond = and_(cond, runs.c.owner == owner)
+        if exclude_owner is not None:
+            cond = and_(cond, or_(runs.c.owner.is_(None), runs.c.owner != exclude_owner))
         if stale_before is not None:
             cond = and_(
                 cond,
                 or_(runs.c.heartbeat_at.is_(None), runs.c.heartbeat_at < stale_before),
             )
-        async with self._engine.begin() as conn:
+        async with self._dialect.write_transaction(self._engine) as conn:
             ids = [r[0] for r in await conn.execute(select(runs.c.run_id).where(cond))]
             if ids:
                 await conn.execute(
@@ -206,7 +214,7 @@ class SqlStore:
         return ids
 
     async def set_summary(self, thread_id: str, summary: str) -> None:
-        async with self._engine.begin() as conn:
+        async with self._dialect.write_transaction(self._engine) as conn:
             await conn.execute(
                 update(schema.threads)
                 .where(schema.threads.c.thread_id == thread_id)
@@ -215,7 +223,7 @@ class SqlStore:
 
     async def save_checkpoint(self, run_id: str, seq: int, data: bytes) -> None:
         try:
-            async with self._engine.begin() as conn:
+            async with self._dialect.write_transaction(self._engine) as conn:
                 await conn.execute(
                     schema.checkpoints.insert().values(run_id=run_id, seq=seq, data=data)
                 )
@@ -273,17 +281,19 @@ class SqlStore:
 
     async def get_thread(self, thread_id: str) -> Thread:
         async with self._engine.connect() as conn:
-            row = (await conn.execute(_thread_query().where(schema.threads.c.thread_id == thread_id))).first()
+            row = (
+                await conn.execute(_thread_query().where(schema.threads.c.thread_id == thread_id))
+            ).first()
         if row is None:
             raise ThreadNotFound(thread_id)
         return _thread(row)
 
     async def list_threads(
-        self, filters: ThreadFilter = ThreadFilter(), *, limit: int = 50, cursor: str | None = None
+        self, filters: ThreadFilter | None = None, *, limit: int = 50, cursor: str | None = None
     ) -> Page:
         th = schema.threads
         query = _thread_query()
-        query = _filter_threads(query, filters)
+        query = _filter_threads(query, filters or ThreadFilter())
         if cursor is not None:
             updated_at, thread_id = _decode_cursor(cursor)
             query = query.where(
@@ -341,10 +351,8 @@ class SqlStore:
             self._listening = True
             await self._dialect.listen(self._engine, self._wake)
         self._wake.clear()
-        try:
+        with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._wake.wait(), timeout)
-        except TimeoutError:
-            pass
 
     # -- private ---------------------------------------------------------------------------
 
@@ -387,7 +395,16 @@ class SqlStore:
                 seq = first_seq + offset
                 recorded = event.recorded_at if event.recorded_at is not None else now
                 rows.append(
-                    (position, thread_id, run_id, seq, event.type, event.payload, recorded, event.origin)
+                    (
+                        position,
+                        thread_id,
+                        run_id,
+                        seq,
+                        event.type,
+                        event.payload,
+                        recorded,
+                        event.origin,
+                    )
                 )
                 appended.append(Appended(seq, position))
             results.append(appended)
@@ -496,9 +513,7 @@ def _filter_threads(query: Any, f: ThreadFilter) -> Any:
         )
     if f.status is not None:
         query = query.where(
-            select(runs.c.status)
-            .where(runs.c.run_id == th.c.latest_run_id)
-            .scalar_subquery()
+            select(runs.c.status).where(runs.c.run_id == th.c.latest_run_id).scalar_subquery()
             == f.status
         )
     if f.since is not None:
@@ -506,7 +521,9 @@ def _filter_threads(query: Any, f: ThreadFilter) -> Any:
     if f.until is not None:
         query = query.where(th.c.updated_at <= f.until)
     if f.text:
-        pattern = "%" + f.text.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        pattern = (
+            "%" + f.text.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        )
         query = query.where(func.lower(th.c.summary).like(pattern, escape="\\"))
     return query
 
@@ -535,4 +552,3 @@ def _decode_cursor(cursor: str) -> tuple[float, str]:
         return float(updated_at), str(thread_id)
     except Exception as exc:
         raise InputError(f"invalid cursor {cursor!r}") from exc
-

@@ -37,7 +37,9 @@ class SQLiteDialect:
 
             parent = Path(database).expanduser().resolve().parent
             if not parent.is_dir():
-                raise StoreUnavailable(f"cannot open SQLite database {database!r}: {parent} does not exist")
+                raise StoreUnavailable(
+                    f"cannot open SQLite database {database!r}: {parent} does not exist"
+                )
         engine = create_async_engine(url)
         event.listen(engine.sync_engine, "connect", _on_connect)
         event.listen(engine.sync_engine, "begin", _on_begin)
@@ -49,7 +51,12 @@ class SQLiteDialect:
         return translate_common(exc)
 
     @asynccontextmanager
-    async def append_transaction(self, engine: AsyncEngine) -> AsyncIterator[AsyncConnection]:
+    async def write_transaction(
+        self, engine: AsyncEngine, *, append: bool = False
+    ) -> AsyncIterator[AsyncConnection]:
+        # Every write takes the write lock up front (BEGIN IMMEDIATE): a deferred transaction
+        # that reads first and writes later can fail at once with SQLITE_BUSY instead of
+        # waiting for the lock, which under load turns into lost appends.
         async with self._write_lock, engine.connect() as conn:
             conn = await conn.execution_options(sqlite_begin="BEGIN IMMEDIATE")
             async with conn.begin():

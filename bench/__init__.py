@@ -1,0 +1,1 @@
+"""Benchmarks: each measures the project and its baseline side by side, in one run."""

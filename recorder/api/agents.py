@@ -1,0 +1,90 @@
+"""The proxy and connect endpoints, and the list of configured agents."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import Response, StreamingResponse
+
+from recorder.api.deps import RuntimeDep, TokenDep
+from recorder.errors import InputError, ThreadNotFound
+from recorder.proxy import BodyTooLarge, Relay, Stream, parse_run_input
+from recorder.replay import ThreadStream
+
+router = APIRouter(tags=["agents"])
+
+SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
+
+
+async def read_body(request: Request, limit: int) -> bytes:
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise BodyTooLarge(f"request body is {declared} bytes; the limit is {limit}")
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > limit:
+            raise BodyTooLarge(f"request body exceeds the limit of {limit} bytes")
+    return bytes(body)
+
+
+def respond(result: Relay | Stream) -> Response:
+    if isinstance(result, Relay):
+        return Response(result.body, status_code=result.status, media_type=result.content_type)
+    headers = {**SSE_HEADERS, "x-recorder-run-id": result.run_id}
+    return StreamingResponse(result.chunks, media_type="text/event-stream", headers=headers)
+
+
+@router.get("/agents", dependencies=[TokenDep])
+async def list_agents(runtime: RuntimeDep) -> dict[str, Any]:
+    return {"agents": [{"name": name} for name in sorted(runtime.settings.agents)]}
+
+
+@router.post(
+    "/agents/{name}",
+    summary="Proxy a run to the agent and record it",
+    responses={200: {"content": {"text/event-stream": {}}}},
+)
+async def proxy_run(name: str, request: Request, runtime: RuntimeDep) -> Response:
+    runtime.proxy.upstream(name)  # 404 before reading the body
+    body = await read_body(request, runtime.settings.max_body_bytes)
+    return respond(await runtime.proxy.start(name, body, request.headers))
+
+
+@router.post(
+    "/agents/{name}/connect",
+    dependencies=[TokenDep],
+    summary="The thread's history as one stream, then its live run",
+    responses={200: {"content": {"text/event-stream": {}}}},
+)
+async def connect(
+    name: str,
+    request: Request,
+    runtime: RuntimeDep,
+    compact: bool = Query(False, description="one synthetic run holding only snapshots"),
+) -> Response:
+    runtime.proxy.upstream(name)
+    body = await read_body(request, runtime.settings.max_body_bytes)
+    try:
+        posted = parse_run_input(body)
+    except InputError:
+        posted = {}
+    thread_id = posted.get("threadId")
+    if not isinstance(thread_id, str):
+        raise InputError("RunAgentInput.threadId must be a non-empty string")
+    try:
+        await runtime.store.get_thread(thread_id)
+    except ThreadNotFound:
+        return StreamingResponse(_empty(), media_type="text/event-stream", headers=SSE_HEADERS)
+    stream = ThreadStream(runtime.store, runtime.history)
+    return StreamingResponse(
+        stream.frames(thread_id, compact=compact),
+        media_type="text/event-stream",
+        headers=SSE_HEADERS,
+    )
+
+
+async def _empty() -> Any:
+    if False:  # pragma: no cover - an empty async generator
+        yield b""

@@ -1,0 +1,514 @@
+"""The recording proxy: forward a run to its agent, stream it back, tee every frame into the log.
+
+One ``RunRecording`` task per proxied response owns the upstream stream. It is not tied to
+the client's connection: when the client goes away the recording goes on (by default) to
+the end of the run, so the run can still be replayed or attached to.
+
+Durability ("commit", the default): a frame is forwarded only after the transaction holding
+it committed, so the client never saw an event the log lacks. Frames that arrive while a
+commit runs are committed together next (group commit), which keeps throughput up.
+"buffered": frames are forwarded as they arrive and committed right behind them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+import uuid
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+import orjson
+
+from recorder.committer import GroupCommitter
+from recorder.config import Settings
+from recorder.errors import Conflict, InputError, NotFound, RecorderError, StoreError
+from recorder.events import decode
+from recorder.sse import Frame, FrameSplitter, FrameTooLarge, encode_frame
+from recorder.store import EventStore, NewEvent, NewRun
+from recorder.store.model import RECORDER
+from recorder.verify import Verifier
+
+_HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "te", "upgrade", "host"}
+_SUMMARY_LIMIT = 20_000
+
+
+class AgentNotFound(NotFound):
+    def __init__(self, name: str) -> None:
+        super().__init__(f"no agent named {name!r} is configured")
+
+
+class TooManyRuns(RecorderError):
+    pass
+
+
+class BodyTooLarge(InputError):
+    pass
+
+
+def parse_run_input(body: bytes, max_bytes: int | None = None) -> dict[str, Any]:
+    """The posted RunAgentInput as a dict, if it names a thread and a run; else InputError."""
+    if max_bytes is not None and len(body) > max_bytes:
+        raise BodyTooLarge(f"request body is {len(body)} bytes; the limit is {max_bytes}")
+    try:
+        obj = orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        raise InputError(f"request body is not valid JSON: {exc}") from exc
+    if not isinstance(obj, dict):
+        raise InputError("request body must be a JSON object (a RunAgentInput)")
+    for key in ("threadId", "runId"):
+        value = obj.get(key)
+        if not isinstance(value, str) or not value:
+            raise InputError(f"RunAgentInput.{key} must be a non-empty string")
+    return obj
+
+
+def forwarded_headers(headers: Mapping[str, str], settings: Settings) -> dict[str, str]:
+    """Headers that pass to the upstream: an allow list plus prefixes; never stored."""
+    allowed = {h.lower() for h in settings.forward_headers}
+    prefixes = tuple(p.lower() for p in settings.forward_header_prefixes)
+    out = {
+        k: v
+        for k, v in headers.items()
+        if k.lower() not in _HOP_BY_HOP and (k.lower() in allowed or k.lower().startswith(prefixes))
+    }
+    out["content-type"] = "application/json"
+    out["accept"] = "text/event-stream"  # the recorder records SSE; never ask for protobuf
+    return out
+
+
+def recorder_error(message: str, code: str) -> bytes:
+    return orjson.dumps({"type": "RUN_ERROR", "message": message, "code": code})
+
+
+@dataclass(slots=True)
+class Relay:
+    """A complete non-stream answer for the client (an upstream error relayed, say)."""
+
+    status: int
+    body: bytes
+    content_type: str
+
+
+@dataclass(slots=True)
+class Stream:
+    run_id: str
+    chunks: AsyncIterator[bytes]
+
+
+class Proxy:
+    def __init__(
+        self, store: EventStore, settings: Settings, client: httpx.AsyncClient, owner: str
+    ) -> None:
+        self.store = store
+        self.settings = settings
+        self.client = client
+        self.owner = owner
+        self.committer = GroupCommitter(store)
+        self.active: dict[str, RunRecording] = {}
+        self._slots = asyncio.Semaphore(settings.max_concurrent_runs)
+
+    def upstream(self, agent: str) -> str:
+        try:
+            return self.settings.agents[agent]
+        except KeyError:
+            raise AgentNotFound(agent) from None
+
+    async def start(
+        self,
+        agent: str,
+        body: bytes,
+        headers: Mapping[str, str],
+        *,
+        parent: tuple[str, int | None] | None = None,
+    ) -> Relay | Stream:
+        """Begin a proxied run. ``parent`` (run id, seq) is set by forks."""
+        url = self.upstream(agent)
+        posted = parse_run_input(body, self.settings.max_body_bytes)
+        if self._slots.locked():
+            raise TooManyRuns(
+                f"{self.settings.max_concurrent_runs} runs are already being recorded; retry later"
+            )
+        await self._slots.acquire()
+        try:
+            run = await self._create_run(agent, posted, body, parent)
+            return await self._open(url, run, posted, headers)
+        except BaseException:
+            self._slots.release()
+            raise
+
+    async def close(self) -> None:
+        for recording in list(self.active.values()):
+            recording.task.cancel()
+        await asyncio.gather(*(r.task for r in self.active.values()), return_exceptions=True)
+        await self.committer.close()
+
+    async def _create_run(
+        self, agent: str, posted: dict[str, Any], body: bytes, parent: tuple[str, int | None] | None
+    ) -> NewRun:
+        thread_id, run_id = posted["threadId"], posted["runId"]
+        parent_id, parent_seq, inferred = None, None, False
+        if parent is not None:
+            parent_id, parent_seq = parent
+        elif isinstance(posted.get("parentRunId"), str):
+            parent_id = posted["parentRunId"]
+        else:
+            with contextlib.suppress(NotFound):
+                parent_id = (await self.store.get_thread(thread_id)).latest_run_id
+                inferred = parent_id is not None
+        run = NewRun(
+            run_id=run_id,
+            thread_id=thread_id,
+            agent=agent,
+            input=body,
+            parent_run_id=parent_id,
+            parent_seq=parent_seq,
+            parent_inferred=inferred,
+            owner=self.owner,
+        )
+        await self.store.create_run(run)
+        return run
+
+    async def _open(
+        self, url: str, run: NewRun, posted: dict[str, Any], headers: Mapping[str, str]
+    ) -> Relay | Stream:
+        request = self.client.build_request(
+            "POST", url, content=run.input, headers=forwarded_headers(headers, self.settings)
+        )
+        try:
+            response = await self.client.send(request, stream=True)
+        except httpx.HTTPError as exc:
+            message = f"upstream agent unreachable: {type(exc).__name__}: {exc}".rstrip(": ")
+            await self._fail_early(run, message, "upstream_unreachable")
+            return Stream(run.run_id, _once(recorder_error(message, "upstream_unreachable"), 0))
+        content_type = response.headers.get("content-type", "")
+        if response.status_code >= 300 or not content_type.startswith("text/event-stream"):
+            payload = await _read_capped(response, 1 << 20)
+            if response.status_code >= 300:
+                error = f"upstream answered HTTP {response.status_code}: {payload[:500]!r}"
+                await self._fail_early(run, error, "upstream_http_error")
+                return Relay(response.status_code, payload, content_type or "text/plain")
+            error = f"upstream answered content type {content_type!r}, not text/event-stream"
+            await self._fail_early(run, error, "upstream_bad_content_type")
+            return Relay(502, orjson.dumps({"detail": error}), "application/json")
+        recording = RunRecording(self, run, response, _message_texts(posted))
+        self.active[run.run_id] = recording
+        recording.task = asyncio.create_task(recording.run(), name=f"record-{run.run_id}")
+        return Stream(run.run_id, recording.output())
+
+    async def _fail_early(self, run: NewRun, message: str, code: str) -> None:
+        try:
+            await self.committer.append(
+                run.run_id, [NewEvent(recorder_error(message, code), "RUN_ERROR", RECORDER)]
+            )
+            await self.store.set_status(run.run_id, "error", outcome="error", error=message)
+        finally:
+            self._slots.release()
+
+    def _finished(self, run_id: str) -> None:
+        if self.active.pop(run_id, None) is not None:
+            self._slots.release()
+
+
+@dataclass(slots=True)
+class _Segment:
+    """The part of one upstream response that belongs to one run."""
+
+    run_id: str
+    thread_id: str
+    verifier: Verifier = field(default_factory=Verifier)
+    next_seq: int = 0
+    terminal: str | None = None  # "RUN_FINISHED" or "RUN_ERROR" once seen
+    outcome: str | None = None
+    error: str | None = None
+    problems: list[dict[str, Any]] = field(default_factory=list)
+    closed: bool = False
+
+
+class RunRecording:
+    def __init__(
+        self, proxy: Proxy, run: NewRun, response: httpx.Response, summary: list[str]
+    ) -> None:
+        self.proxy = proxy
+        self.settings = proxy.settings
+        self.response = response
+        self.segment = _Segment(run.run_id, run.thread_id)
+        self.segments = [self.segment]
+        self.task: asyncio.Task[None] = asyncio.current_task()  # type: ignore[assignment]
+        self._out: asyncio.Queue[bytes | None] = asyncio.Queue(maxsize=256)
+        self._client_gone = False
+        self._pending: list[Frame] = []
+        self._arrived = asyncio.Event()
+        self._store_failed: str | None = None
+        self._summary = summary
+
+    # -- the client's side -----------------------------------------------------------------
+
+    async def output(self) -> AsyncIterator[bytes]:
+        try:
+            while (chunk := await self._out.get()) is not None:
+                yield chunk
+        finally:
+            self._client_gone = True
+            while not self._out.empty():
+                self._out.get_nowait()
+            if not self.settings.keep_reading_on_disconnect and not self.task.done():
+                self.task.cancel()
+
+    async def _emit(self, data: bytes | None) -> None:
+        if not self._client_gone:
+            await self._out.put(data)
+
+    # -- the upstream's side ---------------------------------------------------------------
+
+    async def run(self) -> None:
+        reader = asyncio.create_task(self._read(), name=f"read-{self.segment.run_id}")
+        # However the reader ends (done, broken, cancelled), the recording loop must wake.
+        reader.add_done_callback(lambda _task: self._arrived.set())
+        try:
+            await self._record_until(reader)
+            if reader.done() and not reader.cancelled() and reader.exception() is not None:
+                await self._upstream_failed(reader.exception())
+        except asyncio.CancelledError:
+            await self._close_with(
+                "the client disconnected; recording stopped", "client_disconnected"
+            )
+            raise
+        finally:
+            reader.cancel()
+            with contextlib.suppress(BaseException):
+                await reader
+            await self.response.aclose()
+            with contextlib.suppress(Exception):
+                await self._finish()
+            await self._emit(None)
+            self.proxy._finished(self.segments[0].run_id)
+
+    async def _read(self) -> None:
+        splitter = FrameSplitter(self.settings.max_frame_bytes)
+        async for chunk in self.response.aiter_bytes():
+            frames = splitter.feed(chunk)
+            if frames:
+                self._pending.extend(frames)
+                self._arrived.set()
+        self._pending.extend(splitter.close())
+
+    async def _record_until(self, reader: asyncio.Task[None]) -> None:
+        # Check before waiting: a wake-up that came while a batch was being recorded is
+        # never lost, and frames that came meanwhile form the next (group) commit.
+        while True:
+            if self._pending:
+                batch, self._pending = self._pending, []
+                if not await self._record(batch):
+                    return
+            elif reader.done():
+                return
+            else:
+                await self._arrived.wait()
+                self._arrived.clear()
+
+    async def _record(self, frames: list[Frame]) -> bool:
+        """Record and forward one batch; False when the run must stop here."""
+        groups: list[tuple[_Segment, list[NewEvent], list[bytes]]] = []
+        for frame in frames:
+            segment = await self._segment_for(frame.data)
+            if not groups or groups[-1][0] is not segment:
+                groups.append((segment, [], []))
+            if segment.next_seq >= self.settings.max_events_per_run:
+                await self._record_groups(groups)
+                await self._close_with(
+                    f"the run exceeded {self.settings.max_events_per_run} events", "limit_exceeded"
+                )
+                return False
+            event = self._observe(segment, frame.data)
+            groups[-1][1].append(event)
+            groups[-1][2].append(encode_frame(frame.data, segment.next_seq))
+            segment.next_seq += 1
+        return await self._record_groups(groups)
+
+    async def _record_groups(
+        self, groups: list[tuple[_Segment, list[NewEvent], list[bytes]]]
+    ) -> bool:
+        for segment, events, encoded in groups:
+            if not events:
+                continue
+            out = b"".join(encoded)
+            if self.settings.durability == "buffered":
+                await self._emit(out)
+            ok = await self._commit(segment.run_id, events)
+            if not ok and self.settings.on_store_failure == "error":
+                message = f"the recorder could not store the run: {self._store_failed}"
+                await self._emit(encode_frame(recorder_error(message, "store_failure")))
+                return False
+            if self.settings.durability == "commit":
+                await self._emit(out)
+            if segment is not self.segment:  # an earlier run of this response is complete
+                await self._finish_segment(segment)
+        return True
+
+    async def _commit(self, run_id: str, events: list[NewEvent]) -> bool:
+        if self._store_failed is not None and self.settings.on_store_failure == "continue":
+            return False
+        try:
+            await self.proxy.committer.append(run_id, events)
+            return True
+        except StoreError as exc:
+            self._store_failed = str(exc)
+            return False
+
+    async def _segment_for(self, data: bytes) -> _Segment:
+        """Runs may share a response: a RUN_STARTED after a terminal event opens the next."""
+        current = self.segment
+        if current.terminal is None or b"RUN_STARTED" not in data:
+            return current
+        obj = decode(data)
+        if obj is None or obj.get("type") != "RUN_STARTED" or not isinstance(obj.get("runId"), str):
+            return current
+        thread_id = (
+            obj.get("threadId") if isinstance(obj.get("threadId"), str) else current.thread_id
+        )
+        given = obj.get("parentRunId")
+        run = NewRun(
+            run_id=obj["runId"],
+            thread_id=thread_id,
+            agent=None,
+            parent_run_id=given if isinstance(given, str) else current.run_id,
+            parent_inferred=not isinstance(given, str),
+            owner=self.proxy.owner,
+        )
+        try:
+            await self.proxy.store.create_run(run)
+        except Conflict:
+            return current  # a repeated run id: keep it with the run it came in
+        self.segment = _Segment(run.run_id, thread_id)
+        self.segments.append(self.segment)
+        return self.segment
+
+    def _observe(self, segment: _Segment, data: bytes) -> NewEvent:
+        obj = decode(data)
+        if obj is None:
+            segment.problems.append(
+                {"seq": segment.next_seq, "message": "frame is not a JSON object; kept as received"}
+            )
+            return NewEvent(data, None)
+        kind = obj.get("type")
+        kind = kind if isinstance(kind, str) else None
+        violation = segment.verifier.feed(obj)
+        if violation is not None:
+            segment.problems.append({"seq": segment.next_seq, "message": violation.message})
+        if kind == "RUN_FINISHED":
+            segment.terminal = kind
+            outcome = obj.get("outcome")
+            segment.outcome = (
+                outcome.get("type", "success") if isinstance(outcome, dict) else "success"
+            )
+        elif kind == "RUN_ERROR":
+            segment.terminal = kind
+            segment.outcome = "error"
+            segment.error = str(obj.get("message", ""))
+        elif kind in ("TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_CHUNK"):
+            delta = obj.get("delta")
+            if isinstance(delta, str) and sum(map(len, self._summary)) < _SUMMARY_LIMIT:
+                self._summary.append(delta)
+        return NewEvent(data, kind)
+
+    async def _upstream_failed(self, exc: BaseException | None) -> None:
+        if isinstance(exc, FrameTooLarge):
+            await self._close_with(str(exc), "frame_too_large")
+        elif isinstance(exc, httpx.TimeoutException):
+            await self._close_with(
+                f"the upstream sent nothing for {self.settings.idle_timeout:g} s", "upstream_idle"
+            )
+        else:
+            await self._close_with(
+                f"the upstream stream broke: {type(exc).__name__}: {exc}", "upstream_dropped"
+            )
+
+    async def _close_with(self, message: str, code: str) -> None:
+        """End the current run with a RUN_ERROR of our own, recorded and forwarded."""
+        segment = self.segment
+        if segment.terminal is not None and code == "upstream_dropped":
+            return
+        data = recorder_error(message, code)
+        event = NewEvent(data, "RUN_ERROR", RECORDER)
+        segment.terminal, segment.outcome, segment.error = "RUN_ERROR", "error", message
+        seq = segment.next_seq
+        segment.next_seq += 1
+        with contextlib.suppress(StoreError):
+            await self.proxy.committer.append(segment.run_id, [event])
+        await self._emit(encode_frame(data, seq))
+
+    async def _finish(self) -> None:
+        store_ok = self._store_failed is None or self.settings.on_store_failure == "continue"
+        if self.segment.terminal is None and store_ok:
+            await self._close_with(
+                "the upstream ended the stream without RUN_FINISHED or RUN_ERROR",
+                "upstream_incomplete",
+            )
+        for segment in self.segments:
+            await self._finish_segment(segment)
+        if self._summary:
+            posted = self.proxy.store
+            await posted.set_summary(self.segments[0].thread_id, _summary_text(self._summary))
+
+    async def _finish_segment(self, segment: _Segment) -> None:
+        if segment.closed:
+            return
+        segment.closed = True
+        status = {"interrupt": "interrupted", "cancelled": "cancelled", "error": "error"}.get(
+            segment.outcome or "", "finished"
+        )
+        error = segment.error
+        if self._store_failed is not None:
+            status, error = "error", f"store failure: {self._store_failed}"
+        await self.proxy.store.set_status(
+            segment.run_id,
+            status,
+            outcome=segment.outcome,
+            error=error,
+            violations=segment.problems,
+        )
+
+
+def _message_texts(posted: dict[str, Any]) -> list[str]:
+    """The text of the posted messages, for searching threads by what was said."""
+    texts: list[str] = []
+    messages = posted.get("messages")
+    for message in messages if isinstance(messages, list) else []:
+        content = message.get("content") if isinstance(message, dict) else None
+        if isinstance(content, str):
+            texts.append(content + "\n")
+        elif isinstance(content, list):
+            texts.extend(
+                p["text"] + "\n"
+                for p in content
+                if isinstance(p, dict) and isinstance(p.get("text"), str)
+            )
+    return texts
+
+
+def _summary_text(parts: list[str]) -> str:
+    return "".join(parts)[:_SUMMARY_LIMIT]
+
+
+async def _read_capped(response: httpx.Response, limit: int) -> bytes:
+    data = b""
+    try:
+        async for chunk in response.aiter_bytes():
+            data += chunk
+            if len(data) >= limit:
+                break
+    finally:
+        await response.aclose()
+    return data[:limit]
+
+
+async def _once(data: bytes, seq: int) -> AsyncIterator[bytes]:
+    yield encode_frame(data, seq)
+
+
+def new_owner() -> str:
+    return f"recorder-{uuid.uuid4().hex[:12]}-{int(time.time())}"

@@ -1,0 +1,197 @@
+"""Export and import: runs with their inputs and events as JSONL, lineage kept, byte-exact.
+
+One line per run (``"kind": "run"``), followed by one line per event (``"kind": "event"``).
+Payloads and inputs travel as text when they are UTF-8 and as base64 otherwise, so the
+bytes that come back are the bytes that went in. Importing is idempotent: a run that is
+already there only takes the events it lacks.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import AsyncIterator, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from recorder.errors import InputError, RunNotFound
+from recorder.store import EventStore, NewEvent, NewRun, Run
+from recorder.store.model import IMPORT, RUNNING, STATUSES
+
+_BATCH = 1000
+
+
+def _bytes_field(name: str, data: bytes | None) -> dict[str, Any]:
+    if data is None:
+        return {name: None}
+    try:
+        return {name: data.decode("utf-8")}
+    except UnicodeDecodeError:
+        return {name + "B64": base64.b64encode(data).decode()}
+
+
+def _read_bytes(line: dict[str, Any], name: str) -> bytes | None:
+    if isinstance(line.get(name + "B64"), str):
+        return base64.b64decode(line[name + "B64"])
+    value = line.get(name)
+    return None if value is None else str(value).encode("utf-8")
+
+
+async def export_lines(store: EventStore, thread_ids: Sequence[str]) -> AsyncIterator[bytes]:
+    if not thread_ids:
+        thread_ids = await _all_threads(store)
+    for thread_id in thread_ids:
+        for run in await store.list_runs(thread_id):
+            yield orjson.dumps(_run_line(run)) + b"\n"
+            done = -1
+            while True:
+                page = await store.read_events(run.run_id, gt=done, limit=_BATCH)
+                if not page:
+                    break
+                for event in page:
+                    line = {
+                        "kind": "event",
+                        "runId": event.run_id,
+                        "seq": event.seq,
+                        "type": event.type,
+                        "origin": event.origin,
+                        "recordedAt": event.recorded_at,
+                        **_bytes_field("payload", event.payload),
+                    }
+                    yield orjson.dumps(line) + b"\n"
+                done = page[-1].seq
+
+
+async def _all_threads(store: EventStore) -> list[str]:
+    ids: list[str] = []
+    cursor = None
+    while True:
+        page = await store.list_threads(limit=500, cursor=cursor)
+        ids.extend(t.thread_id for t in page.items)
+        if page.cursor is None:
+            return ids
+        cursor = page.cursor
+
+
+def _run_line(run: Run) -> dict[str, Any]:
+    return {
+        "kind": "run",
+        "runId": run.run_id,
+        "threadId": run.thread_id,
+        "agent": run.agent,
+        "status": run.status,
+        "outcome": run.outcome,
+        "error": run.error,
+        "parentRunId": run.parent_run_id,
+        "parentSeq": run.parent_seq,
+        "parentInferred": run.parent_inferred,
+        "createdAt": run.created_at,
+        "violations": run.violations,
+        "eventCount": run.event_count,
+        **_bytes_field("input", run.input),
+    }
+
+
+@dataclass(slots=True)
+class ImportReport:
+    runs_created: int = 0
+    runs_skipped: int = 0
+    events_added: int = 0
+
+
+async def import_lines(store: EventStore, lines: Iterable[bytes]) -> ImportReport:
+    report = ImportReport()
+    current: dict[str, Any] | None = None
+    have = 0
+    pending: list[NewEvent] = []
+    for number, raw in enumerate(lines, 1):
+        if not raw.strip():
+            continue
+        try:
+            line = orjson.loads(raw)
+        except orjson.JSONDecodeError as exc:
+            raise InputError(f"line {number}: not JSON ({exc})") from exc
+        kind = line.get("kind") if isinstance(line, dict) else None
+        if kind == "run":
+            await _close(store, current, pending, report)
+            pending = []
+            current = line
+            have = await _open_run(store, line, report)
+        elif kind == "event":
+            if current is None or line.get("runId") != current["runId"]:
+                raise InputError(f"line {number}: an event outside its run")
+            if int(line["seq"]) >= have:
+                pending.append(_event(line))
+                if len(pending) >= _BATCH:
+                    await _flush(store, current, pending, report)
+                    pending = []
+        else:
+            raise InputError(f"line {number}: unknown kind {kind!r}")
+    await _close(store, current, pending, report)
+    return report
+
+
+def _event(line: dict[str, Any]) -> NewEvent:
+    payload = _read_bytes(line, "payload")
+    return NewEvent(
+        payload or b"",
+        line.get("type"),
+        str(line.get("origin") or IMPORT),
+        float(line["recordedAt"]) if line.get("recordedAt") is not None else None,
+    )
+
+
+async def _open_run(store: EventStore, line: dict[str, Any], report: ImportReport) -> int:
+    try:
+        existing = await store.get_run(line["runId"])
+    except RunNotFound:
+        existing = None
+    if existing is not None:
+        report.runs_skipped += 1
+        if existing.status != RUNNING:
+            return 1 << 62  # complete already: take nothing more
+        return existing.event_count
+    await store.create_run(
+        NewRun(
+            run_id=line["runId"],
+            thread_id=line["threadId"],
+            agent=line.get("agent"),
+            input=_read_bytes(line, "input"),
+            parent_run_id=line.get("parentRunId"),
+            parent_seq=line.get("parentSeq"),
+            parent_inferred=bool(line.get("parentInferred")),
+            origin=IMPORT,
+            created_at=line.get("createdAt"),
+        )
+    )
+    report.runs_created += 1
+    return 0
+
+
+async def _flush(
+    store: EventStore, line: dict[str, Any], pending: list[NewEvent], report: ImportReport
+) -> None:
+    if pending:
+        await store.append(line["runId"], pending)
+        report.events_added += len(pending)
+
+
+async def _close(
+    store: EventStore, line: dict[str, Any] | None, pending: list[NewEvent], report: ImportReport
+) -> None:
+    if line is None:
+        return
+    run = await store.get_run(line["runId"])
+    if run.status != RUNNING:
+        return
+    await _flush(store, line, pending, report)
+    status = line.get("status")
+    if status in STATUSES and status != RUNNING:
+        await store.set_status(
+            line["runId"],
+            status,
+            outcome=line.get("outcome"),
+            error=line.get("error"),
+            violations=line.get("violations") or [],
+        )

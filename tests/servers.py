@@ -1,0 +1,106 @@
+"""Real servers on loopback ports for end-to-end tests, and the reference client as a frontend."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import socket
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+from starlette.routing import Route
+
+from recorder.api import create_app
+from recorder.config import Settings
+from recorder.demo import create_demo_app
+from tests.conftest import INTEROP
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@asynccontextmanager
+async def serving(app: Any, port: int | None = None) -> AsyncIterator[str]:
+    """Run ``app`` under uvicorn in this event loop; yields its base URL."""
+    port = port or free_port()
+    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
+    server = uvicorn.Server(config)
+    task = asyncio.create_task(server.serve())
+    try:
+        while not server.started:
+            if task.done():
+                await task
+                raise RuntimeError("server did not start")
+            await asyncio.sleep(0.01)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        await asyncio.wait_for(task, 15)
+
+
+@asynccontextmanager
+async def demo_upstream() -> AsyncIterator[str]:
+    async with serving(create_demo_app()) as url:
+        yield url + "/"
+
+
+@asynccontextmanager
+async def recorder_at(db: str, agents: dict[str, str], **settings: Any) -> AsyncIterator[str]:
+    port = free_port()
+    config = Settings(db=db, agents=agents, port=port, heartbeat_interval=0.5, **settings)
+    async with serving(create_app(config), port) as url:
+        yield url
+
+
+Script = Callable[[Request], Response]
+
+
+def scripted_upstream(scripts: dict[str, Script]) -> Starlette:
+    """An upstream whose answer to POST /{name} is whatever the test scripted."""
+
+    async def handle(request: Request) -> Response:
+        await request.body()
+        return scripts[request.path_params["name"]](request)
+
+    return Starlette(routes=[Route("/{name}", handle, methods=["POST"])])
+
+
+def sse(chunks: list[bytes], *, delay: float = 0.0, then: Exception | None = None) -> Response:
+    async def body() -> AsyncIterator[bytes]:
+        for chunk in chunks:
+            yield chunk
+            if delay:
+                await asyncio.sleep(delay)
+        if then is not None:
+            raise then
+
+    return StreamingResponse(body(), media_type="text/event-stream")
+
+
+async def node_client(mode: str, url: str, payload: dict[str, Any]) -> dict[str, Any]:
+    """Run the real @ag-ui/client HttpAgent against ``url``; its view of the run."""
+    proc = await asyncio.create_subprocess_exec(
+        "node",
+        str(INTEROP / "client.mjs"),
+        mode,
+        url,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        cwd=INTEROP,
+        env={**os.environ, "SUPPRESS_TRANSFORMATION_WARNINGS": "true"},
+    )
+    out, err = await asyncio.wait_for(proc.communicate(json.dumps(payload).encode()), 120)
+    assert proc.returncode == 0, err.decode()
+    result: dict[str, Any] = json.loads(out)
+    return result
