@@ -6,7 +6,7 @@ import argparse
 import asyncio
 import os
 import sys
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +15,7 @@ import orjson
 from recorder.config import DEFAULT_DB, Settings, load_settings
 from recorder.errors import RecorderError
 
-Handler = Callable[[argparse.Namespace], Awaitable[int]]
+Handler = Callable[[argparse.Namespace], Coroutine[Any, Any, int]]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -336,10 +336,9 @@ async def _verify(args: argparse.Namespace) -> int:
         finally:
             await store.close()
     else:
-        frames = read = _read_input(args.target)
         from recorder.events import read_event_file
 
-        frames = read_event_file(read)
+        frames = read_event_file(_read_input(args.target))
     violations = verify_frames(frames)
     if violations:
         first = violations[0]

@@ -85,8 +85,9 @@ def script(
 ) -> Iterator[BaseEvent]:
     """The events of one run, chosen from the input: a resume, a delete request, or a chat turn."""
     yield RunStartedEvent(type=EventType.RUN_STARTED, thread_id=thread_id, run_id=run_id)
-    state = data.get("state") if isinstance(data.get("state"), dict) else {}
-    turns = int(state.get("turns", 0)) if isinstance(state.get("turns", 0), int) else 0
+    state = data.get("state")
+    turns = state.get("turns", 0) if isinstance(state, dict) else 0
+    turns = turns if isinstance(turns, int) else 0
     if data.get("resume"):
         yield from _resumed(data, run_id, turns)
         return
@@ -116,12 +117,9 @@ def script(
         content='{"sky":"clear","celsius":21}',
     )
     yield from _say(f"{run_id}-a2", "It is clear and 21 °C in Paris.")
-    yield StateDeltaEvent(
-        type=EventType.STATE_DELTA,
-        delta=[
-            {"op": "replace", "path": "/turns", "value": turns + 1},
-            {"op": "add", "path": "/todo/-", "value": "weather checked"},
-        ],
+    yield _delta(
+        {"op": "replace", "path": "/turns", "value": turns + 1},
+        {"op": "add", "path": "/todo/-", "value": "weather checked"},
     )
     yield RunFinishedEvent(
         type=EventType.RUN_FINISHED,
@@ -174,15 +172,17 @@ def _resumed(data: dict[str, Any], run_id: str, turns: int) -> Iterator[BaseEven
             content='{"deleted":true}' if approved else '{"deleted":false}',
         )
     yield from _say(f"{run_id}-a1", "Deleted report.txt." if approved else "Kept report.txt.")
-    yield StateDeltaEvent(
-        type=EventType.STATE_DELTA, delta=[{"op": "add", "path": "/turns", "value": turns + 1}]
-    )
+    yield _delta({"op": "add", "path": "/turns", "value": turns + 1})
     yield RunFinishedEvent(
         type=EventType.RUN_FINISHED,
         thread_id=str(data["threadId"]),
         run_id=run_id,
         outcome=RunFinishedSuccessOutcome(type="success"),
     )
+
+
+def _delta(*ops: dict[str, Any]) -> StateDeltaEvent:
+    return StateDeltaEvent.model_validate({"type": "STATE_DELTA", "delta": list(ops)})
 
 
 def _say(message_id: str, text: str, extra: int = 0) -> Iterator[BaseEvent]:

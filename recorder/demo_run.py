@@ -87,22 +87,26 @@ async def _drive(client: httpx.AsyncClient) -> str:
 
 
 async def _report(client: httpx.AsyncClient, thread: str) -> str:
-    from recorder.inspect import thread_text, threads_table
+    from recorder.inspect import thread_text, threads_table, transcript
 
     threads = (await client.get("/threads", params={"limit": 5})).json()["threads"]
     tree = (await client.get(f"/threads/{thread}")).json()
     state = await _state(client, thread)
-    fork_state = (await client.get(f"/runs/{thread}-fork-1/state")).json()
-    from recorder.inspect import transcript
-
+    main = (await client.get(f"/runs/{thread}-run-3/state")).json()
+    interrupted = (await client.get(f"/runs/{thread}-run-2/state")).json()
     return "\n".join(
         [
             "recorded threads:",
             threads_table(threads),
             "",
-            thread_text(tree, state),
+            thread_text(tree, state).replace("conversation now:", "conversation now (the fork):"),
             "",
-            f"the fork {thread}-fork-1 (branched from run-1 at seq 16) shows:",
-            *transcript(fork_state),
+            "run-2 ended waiting for a confirmation:",
+            *transcript(interrupted)[-3:],
+            "",
+            "run-3 (resumed, the branch before the fork) shows:",
+            *transcript(main),
+            "",
+            f"database: see `recorder threads`, `recorder show {thread}`",
         ]
     )

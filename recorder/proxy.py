@@ -23,6 +23,7 @@ from typing import Any
 import httpx
 import orjson
 
+from recorder.check import StreamCheck
 from recorder.committer import GroupCommitter
 from recorder.config import Settings
 from recorder.errors import Conflict, InputError, NotFound, RecorderError, StoreError
@@ -30,7 +31,6 @@ from recorder.events import decode
 from recorder.sse import Frame, FrameSplitter, FrameTooLarge, encode_frame
 from recorder.store import EventStore, NewEvent, NewRun
 from recorder.store.model import RECORDER
-from recorder.verify import Verifier
 
 _HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "te", "upgrade", "host"}
 _SUMMARY_LIMIT = 20_000
@@ -219,7 +219,7 @@ class _Segment:
 
     run_id: str
     thread_id: str
-    verifier: Verifier = field(default_factory=Verifier)
+    check: StreamCheck = field(default_factory=StreamCheck)
     next_seq: int = 0
     terminal: str | None = None  # "RUN_FINISHED" or "RUN_ERROR" once seen
     outcome: str | None = None
@@ -367,9 +367,8 @@ class RunRecording:
         obj = decode(data)
         if obj is None or obj.get("type") != "RUN_STARTED" or not isinstance(obj.get("runId"), str):
             return current
-        thread_id = (
-            obj.get("threadId") if isinstance(obj.get("threadId"), str) else current.thread_id
-        )
+        given_thread = obj.get("threadId")
+        thread_id = given_thread if isinstance(given_thread, str) else current.thread_id
         given = obj.get("parentRunId")
         run = NewRun(
             run_id=obj["runId"],
@@ -389,16 +388,13 @@ class RunRecording:
 
     def _observe(self, segment: _Segment, data: bytes) -> NewEvent:
         obj = decode(data)
+        violation = segment.check.feed(obj if obj is not None else data)
+        if violation is not None:
+            segment.problems.append({"seq": segment.next_seq, "message": violation.message})
         if obj is None:
-            segment.problems.append(
-                {"seq": segment.next_seq, "message": "frame is not a JSON object; kept as received"}
-            )
             return NewEvent(data, None)
         kind = obj.get("type")
         kind = kind if isinstance(kind, str) else None
-        violation = segment.verifier.feed(obj)
-        if violation is not None:
-            segment.problems.append({"seq": segment.next_seq, "message": violation.message})
         if kind == "RUN_FINISHED":
             segment.terminal = kind
             outcome = obj.get("outcome")

@@ -92,7 +92,7 @@ class ThreadStream:
         if latest.status == RUNNING and len(branch) > 1:
             settled = branch[-2]
         at = await self.history.project(settled)
-        frames = [
+        frames: list[dict[str, Any]] = [
             {
                 "type": "RUN_STARTED",
                 "threadId": settled.thread_id,

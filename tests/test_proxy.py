@@ -252,7 +252,9 @@ async def test_garbage_frames_are_forwarded_recorded_and_flagged(
     assert (events[2].type, events[2].payload) == (None, b"<html>oops</html>")
     run = await store.get_run("r1")
     assert run.status == "finished"
-    assert any("not a JSON object" in v["message"] for v in run.violations)
+    assert run.violations == [
+        {"seq": 2, "message": "Invalid event: the frame is not a JSON object."}
+    ]
 
 
 async def test_stall_past_idle_timeout_closes_the_run(db_url: str, store_for: Any) -> None:
@@ -321,9 +323,7 @@ async def test_client_disconnect_keeps_recording(db_url: str, store_for: Any) ->
 async def test_limits(db_url: str, store_for: Any) -> None:
     async with (
         demo_upstream() as upstream,
-        recorder_at(
-            db_url, {"demo": upstream}, max_body_bytes=2000, max_events_per_run=10
-        ) as rec,
+        recorder_at(db_url, {"demo": upstream}, max_body_bytes=2000, max_events_per_run=10) as rec,
     ):
         big = run_input("t", "big", "x" * 5000)
         status, _frames, raw = await post_stream(f"{rec}/agents/demo", big)
@@ -337,9 +337,7 @@ async def test_limits(db_url: str, store_for: Any) -> None:
 
 async def test_frame_size_limit(db_url: str, store_for: Any) -> None:
     huge = b'data: {"type":"CUSTOM","name":"x","value":"' + b"y" * 5000 + b'"}\n\n'
-    _status, frames = await _scripted(
-        db_url, lambda r: sse([RUN[0], huge]), max_frame_bytes=1000
-    )
+    _status, frames = await _scripted(db_url, lambda r: sse([RUN[0], huge]), max_frame_bytes=1000)
     assert orjson.loads(frames[-1][1])["code"] == "frame_too_large"
 
 

@@ -79,7 +79,7 @@ class PostgresDialect:
             params.append(limit)
             sql += f" LIMIT ${len(params)}"
         driver = await _driver(conn)
-        return [tuple(r) for r in await driver.fetch(sql, *params)]  # type: ignore[misc]
+        return [tuple(r) for r in await driver.fetch(sql, *params)]
 
     async def notify(self, conn: AsyncConnection) -> None:
         # Delivered by PostgreSQL at commit, to every recorder process listening.

@@ -80,7 +80,7 @@ class SQLiteDialect:
             params.append(limit)
         driver = await _driver(conn)
         async with driver.execute(sql, params) as cursor:
-            return list(await cursor.fetchall())  # type: ignore[arg-type]
+            return list(await cursor.fetchall())
 
     async def notify(self, conn: AsyncConnection) -> None:
         """Nothing to send: other processes on the file notice by polling."""
