@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -27,7 +28,7 @@ class _Batch:
 class GroupCommitter:
     def __init__(self, store: EventStore, *, max_events: int = 5000) -> None:
         self._store = store
-        self._queue: list[_Batch] = []
+        self._queue: deque[_Batch] = deque()
         self._ready = asyncio.Event()
         self._max = max_events
         self._task: asyncio.Task[None] | None = None
@@ -60,7 +61,7 @@ class GroupCommitter:
         group: list[_Batch] = []
         count = 0
         while self._queue and (not group or count + len(self._queue[0].events) <= self._max):
-            batch = self._queue.pop(0)
+            batch = self._queue.popleft()
             group.append(batch)
             count += len(batch.events)
         return group

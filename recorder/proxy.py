@@ -196,7 +196,6 @@ class Proxy:
             return Relay(502, orjson.dumps({"detail": error}), "application/json")
         recording = RunRecording(self, run, response, _message_texts(posted))
         self.active[run.run_id] = recording
-        recording.task = asyncio.create_task(recording.run(), name=f"record-{run.run_id}")
         return Stream(run.run_id, recording.output())
 
     async def _fail_early(self, run: NewRun, message: str, code: str) -> None:
@@ -237,13 +236,15 @@ class RunRecording:
         self.response = response
         self.segment = _Segment(run.run_id, run.thread_id)
         self.segments = [self.segment]
-        self.task: asyncio.Task[None] = asyncio.current_task()  # type: ignore[assignment]
         self._out: asyncio.Queue[bytes | None] = asyncio.Queue(maxsize=256)
         self._client_gone = False
         self._pending: list[Frame] = []
         self._arrived = asyncio.Event()
         self._store_failed: str | None = None
         self._summary = summary
+        self._summary_size = sum(map(len, summary))
+        # The recording runs on its own task, not the client's: it outlives a disconnect.
+        self.task = asyncio.create_task(self.run(), name=f"record-{run.run_id}")
 
     # -- the client's side -----------------------------------------------------------------
 
@@ -407,8 +408,9 @@ class RunRecording:
             segment.error = str(obj.get("message", ""))
         elif kind in ("TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_CHUNK"):
             delta = obj.get("delta")
-            if isinstance(delta, str) and sum(map(len, self._summary)) < _SUMMARY_LIMIT:
+            if isinstance(delta, str) and self._summary_size < _SUMMARY_LIMIT:
                 self._summary.append(delta)
+                self._summary_size += len(delta)
         return NewEvent(data, kind)
 
     async def _upstream_failed(self, exc: BaseException | None) -> None:
@@ -447,8 +449,8 @@ class RunRecording:
         for segment in self.segments:
             await self._finish_segment(segment)
         if self._summary:
-            posted = self.proxy.store
-            await posted.set_summary(self.segments[0].thread_id, _summary_text(self._summary))
+            text = "".join(self._summary)[:_SUMMARY_LIMIT]
+            await self.proxy.store.set_summary(self.segments[0].thread_id, text)
 
     async def _finish_segment(self, segment: _Segment) -> None:
         if segment.closed:
@@ -484,10 +486,6 @@ def _message_texts(posted: dict[str, Any]) -> list[str]:
                 if isinstance(p, dict) and isinstance(p.get("text"), str)
             )
     return texts
-
-
-def _summary_text(parts: list[str]) -> str:
-    return "".join(parts)[:_SUMMARY_LIMIT]
 
 
 async def _read_capped(response: httpx.Response, limit: int) -> bytes:
