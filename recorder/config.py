@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import tomllib
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+from pydantic_settings.exceptions import SettingsError
 
 from recorder.errors import ConfigError
 
@@ -44,7 +45,8 @@ class Settings(BaseSettings):
     db: str = DEFAULT_DB
     host: str = "127.0.0.1"
     port: int = 8000
-    agents: dict[str, str] = Field(default_factory=dict)
+    # NAME=URL pairs, comma-separated in the environment (not JSON): parsed by `_agents`.
+    agents: Annotated[dict[str, str], NoDecode] = Field(default_factory=dict)
     demo_agent: bool = False
     api_token: str | None = None
     # "commit": a frame reaches the client only once it is in the log (group commit).
@@ -83,7 +85,10 @@ def load_settings(config_file: str | None = None, **overrides: Any) -> Settings:
         except (OSError, tomllib.TOMLDecodeError) as exc:
             raise ConfigError(f"cannot read config file {path}: {exc}") from exc
     values.update({k: v for k, v in overrides.items() if v is not None})
-    env = Settings()
+    try:
+        env = Settings()
+    except (SettingsError, ValueError) as exc:
+        raise ConfigError(f"invalid RECORDER_* environment: {exc}") from exc
     merged = {**env.model_dump(exclude_unset=True), **values}
     if "agents" in values and env.agents:
         merged["agents"] = {**env.agents, **parse_agents(values["agents"])}
