@@ -104,3 +104,24 @@ async def node_client(mode: str, url: str, payload: dict[str, Any]) -> dict[str,
     assert proc.returncode == 0, err.decode()
     result: dict[str, Any] = json.loads(out)
     return result
+
+
+async def project_oracle(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The reference client's fold of each {messages, state, events} case (one node process)."""
+    proc = await asyncio.create_subprocess_exec(
+        "node",
+        str(INTEROP / "project.mjs"),
+        cwd=INTEROP,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await proc.communicate(json.dumps(cases).encode())
+    assert proc.returncode == 0, err.decode()
+    result: list[dict[str, Any]] = json.loads(out)
+    return result
+
+
+def view(state: dict[str, Any]) -> dict[str, Any]:
+    """What a frontend shows: messages, state, pending interrupts."""
+    return {k: state[k] for k in ("messages", "state", "pendingInterrupts")}

@@ -7,7 +7,6 @@ what a frontend sees.
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import sys
 from collections.abc import AsyncIterator
@@ -20,8 +19,8 @@ import pytest
 
 from recorder.sse import FrameSplitter
 from recorder.store import NewEvent, NewRun, open_store
-from tests.conftest import INTEROP, node_available, require
-from tests.servers import demo_upstream, free_port, node_client, recorder_at
+from tests.conftest import node_available, require
+from tests.servers import demo_upstream, free_port, node_client, project_oracle, recorder_at, view
 
 
 def user(text: str, mid: str) -> dict[str, Any]:
@@ -87,25 +86,6 @@ async def recorded(db_url: str) -> AsyncIterator[tuple[str, httpx.AsyncClient, s
             yield rec, client, db_url
 
 
-async def oracle(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    proc = await asyncio.create_subprocess_exec(
-        "node",
-        str(INTEROP / "project.mjs"),
-        cwd=INTEROP,
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    out, err = await proc.communicate(json.dumps(cases).encode())
-    assert proc.returncode == 0, err.decode()
-    result: list[dict[str, Any]] = json.loads(out)
-    return result
-
-
-def view(state: dict[str, Any]) -> dict[str, Any]:
-    return {k: state[k] for k in ("messages", "state", "pendingInterrupts")}
-
-
 async def test_state_at_every_seq_equals_the_reference_client(recorded: Any) -> None:
     require(node_available(), "Node and @ag-ui/client")
     rec, client, _db = recorded
@@ -128,7 +108,7 @@ async def test_state_at_every_seq_equals_the_reference_client(recorded: Any) -> 
                     "events": events[: seq + 1],
                 }
             )
-    judged = await oracle(cases)
+    judged = await project_oracle(cases)
     assert len(judged) == len(ours) > 60
     for case, mine, theirs in zip(cases, ours, judged, strict=True):
         assert mine == view(theirs), (len(case["events"]), theirs.get("error"))

@@ -17,8 +17,8 @@ import pytest
 
 from recorder.check import verify_frames
 from recorder.projector import fold
-from tests.conftest import INTEROP, ROOT, node_available, require
-from tests.servers import recorder_at, scripted_upstream, serving, sse
+from tests.conftest import ROOT, node_available, require
+from tests.servers import project_oracle, recorder_at, scripted_upstream, serving, sse, view
 
 VECTORS = ROOT.parent / "shared" / "vectors" / "ag-ui-dotnet-baselines"
 
@@ -35,25 +35,6 @@ def pairs() -> list[tuple[str, Path, Path]]:
 
 def load(path: Path) -> Any:
     return orjson.loads(path.read_bytes())
-
-
-async def oracle(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    proc = await asyncio.create_subprocess_exec(
-        "node",
-        str(INTEROP / "project.mjs"),
-        cwd=INTEROP,
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    out, err = await proc.communicate(json.dumps(cases).encode())
-    assert proc.returncode == 0, err.decode()
-    result: list[dict[str, Any]] = json.loads(out)
-    return result
-
-
-def view(state: dict[str, Any]) -> dict[str, Any]:
-    return {k: state[k] for k in ("messages", "state", "pendingInterrupts")}
 
 
 @pytest.fixture(scope="module")
@@ -76,7 +57,7 @@ async def test_fold_and_verify_agree_with_the_reference(vector_pairs: Any) -> No
                 "events": load(response),
             }
         )
-    judged = await oracle(cases)
+    judged = await project_oracle(cases)
     for (name, _req, _resp), case, theirs in zip(vector_pairs, cases, judged, strict=True):
         assert theirs["error"] is None, name
         assert verify_frames(case["events"]) == [], name
@@ -124,7 +105,7 @@ async def test_vectors_recorded_through_the_proxy(sqlite_url: str, vector_pairs:
                         "events": load(response),
                     }
                 )
-    judged = await oracle(cases)
+    judged = await project_oracle(cases)
     for (name, _q, _r), mine, theirs in zip(vector_pairs, ours, judged, strict=True):
         assert mine == view(theirs), name
 
