@@ -1,0 +1,174 @@
+"""What every benchmark gets: the plan (counts), a work directory, the servers, PostgreSQL."""
+
+from __future__ import annotations
+
+import contextlib
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+import asyncpg
+
+from bench.servers import ServerPool
+
+PG_ADMIN = "postgresql://postgres@127.0.0.1:5432/test"
+SEED = 1
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """Counts and rounds: the full run (the issue's numbers) or ``--quick``."""
+
+    quick: bool
+    rounds: int
+    proxy_events: int
+    ttfe_requests: int
+    append_batches: int
+    batch_size: int
+    read_events: int
+    read_repeats: int
+    fold_events: int
+    state_events: int
+    state_points: int
+    peer_turns: int
+    peer_rounds: int
+    peer_reads: int
+
+    @classmethod
+    def full(cls) -> Plan:
+        return cls(
+            quick=False,
+            rounds=5,
+            proxy_events=20_000,
+            ttfe_requests=200,
+            append_batches=20,
+            batch_size=1000,
+            read_events=10_000,
+            read_repeats=5,
+            fold_events=100_000,
+            state_events=100_000,
+            state_points=50,
+            peer_turns=1000,
+            peer_rounds=3,
+            peer_reads=50,
+        )
+
+    @classmethod
+    def small(cls) -> Plan:
+        return cls(
+            quick=True,
+            rounds=2,
+            proxy_events=2_000,
+            ttfe_requests=30,
+            append_batches=3,
+            batch_size=1000,
+            read_events=2_000,
+            read_repeats=2,
+            fold_events=10_000,
+            state_events=10_000,
+            state_points=10,
+            peer_turns=60,
+            peer_rounds=1,
+            peer_reads=10,
+        )
+
+
+class Postgres:
+    """Fresh databases for one benchmark run, all dropped at the end; or why there are none."""
+
+    def __init__(self, admin: str = PG_ADMIN) -> None:
+        self.admin = admin
+        self.created: list[str] = []
+        self.unavailable: str | None = None
+        self.version: str | None = None
+        self._checked = False
+
+    async def available(self) -> bool:
+        if not self._checked:
+            self._checked = True
+            try:
+                conn = await asyncpg.connect(self.admin, timeout=5)
+            except (OSError, asyncpg.PostgresError, TimeoutError) as exc:
+                self.unavailable = f"PostgreSQL at {self.admin} unreachable ({exc}); skipped"
+            else:
+                self.version = str(await conn.fetchval("SHOW server_version"))
+                await conn.close()
+        return self.unavailable is None
+
+    async def create(self, purpose: str) -> str:
+        """A new, empty database; its plain ``postgresql://`` DSN."""
+        name = f"bench_{purpose}_{uuid.uuid4().hex[:10]}"
+        conn = await asyncpg.connect(self.admin)
+        try:
+            await conn.execute(f'CREATE DATABASE "{name}"')
+        finally:
+            await conn.close()
+        self.created.append(name)
+        return self.admin.rsplit("/", 1)[0] + "/" + name
+
+    async def drop_all(self) -> None:
+        if not self.created:
+            return
+        conn = await asyncpg.connect(self.admin)
+        try:
+            for name in self.created:
+                with contextlib.suppress(asyncpg.PostgresError):
+                    await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        finally:
+            await conn.close()
+        self.created.clear()
+
+
+def store_url(dsn: str) -> str:
+    """The recorder's URL for a plain DSN or a SQLite path."""
+    if dsn.startswith("postgresql://"):
+        return dsn.replace("postgresql://", "postgresql+asyncpg://", 1)
+    return f"sqlite+aiosqlite:///{dsn}"
+
+
+@dataclass(slots=True)
+class Context:
+    plan: Plan
+    workdir: Path
+    pool: ServerPool
+    pg: Postgres
+
+    async def http_servers(self) -> dict[str, str]:
+        """The upstream, the bare proxy and the recorder (both durabilities), started once."""
+        names = ("upstream", "bare", "commit", "buffered")
+        if all(self.pool.url(n) for n in names):
+            return {n: self.pool.url(n) or "" for n in names}
+        upstream = (
+            await self.pool.start(
+                {
+                    "upstream": [
+                        "upstream",
+                        "--events",
+                        str(self.plan.proxy_events),
+                        "--seed",
+                        str(SEED),
+                    ]
+                }
+            )
+        )["upstream"]
+        agents = ["--agent", f"up={upstream}/events", "--agent", f"small={upstream}/small"]
+        started = await self.pool.start(
+            {
+                "bare": ["bare", *agents],
+                "commit": [
+                    "recorder",
+                    "--db",
+                    store_url(str(self.workdir / "proxy-commit.db")),
+                    *agents,
+                ],
+                "buffered": [
+                    "recorder",
+                    "--db",
+                    store_url(str(self.workdir / "proxy-buffered.db")),
+                    "--durability",
+                    "buffered",
+                    *agents,
+                ],
+            }
+        )
+        return {"upstream": upstream, **started}

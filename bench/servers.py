@@ -1,0 +1,119 @@
+"""Server processes for the benchmarks: started on loopback ports, always terminated.
+
+Each server is a child process (``python -m bench.serve ...``) so the client's event loop
+never shares a CPU-bound loop with a server. Children are told to die with the benchmark
+(``PR_SET_PDEATHSIG`` on Linux) and are terminated in ``close()`` however the run ends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child, Linux only
+    with contextlib.suppress(Exception):
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
+def child_env() -> dict[str, str]:
+    # No RECORDER_* setting from the caller's environment may change what is measured.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RECORDER_")}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    return env
+
+
+@dataclass(slots=True)
+class Server:
+    name: str
+    url: str
+    process: subprocess.Popen[bytes]
+    log: Path
+
+
+class ServerPool:
+    """Starts servers on demand; ``close()`` terminates every one of them."""
+
+    def __init__(self, workdir: Path) -> None:
+        self.workdir = workdir
+        self.servers: dict[str, Server] = {}
+
+    async def start(self, specs: dict[str, list[str]], timeout: float = 60.0) -> dict[str, str]:
+        """Start ``{name: [kind, args...]}`` together; their base URLs once all answer."""
+        started = [self._spawn(name, args) for name, args in specs.items()]
+        await asyncio.gather(*(self._ready(server, timeout) for server in started))
+        return {server.name: server.url for server in started}
+
+    def url(self, name: str) -> str | None:
+        server = self.servers.get(name)
+        return None if server is None else server.url
+
+    async def stop(self, name: str) -> None:
+        server = self.servers.pop(name, None)
+        if server is not None:
+            await asyncio.to_thread(_terminate, server.process)
+
+    async def close(self) -> None:
+        for name in list(self.servers):
+            await self.stop(name)
+
+    def _spawn(self, name: str, args: list[str]) -> Server:
+        port = free_port()
+        log = self.workdir / f"server-{name}.log"
+        with log.open("wb") as out:
+            process = subprocess.Popen(
+                [sys.executable, "-m", "bench.serve", *args, "--port", str(port)],
+                cwd=ROOT,
+                env=child_env(),
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                preexec_fn=_die_with_parent if sys.platform == "linux" else None,
+            )
+        server = Server(name, f"http://127.0.0.1:{port}", process, log)
+        self.servers[name] = server
+        return server
+
+    async def _ready(self, server: Server, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        async with httpx.AsyncClient(trust_env=False, timeout=2.0) as client:
+            while time.monotonic() < deadline:
+                if server.process.poll() is not None:
+                    break
+                with contextlib.suppress(httpx.HTTPError):
+                    if (await client.get(server.url + "/healthz")).status_code == 200:
+                        return
+                await asyncio.sleep(0.05)
+        tail = server.log.read_text(errors="replace")[-2000:]
+        raise RuntimeError(f"server {server.name!r} did not start:\n{tail}")
+
+
+def _terminate(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=5)

@@ -1,0 +1,155 @@
+"""State at a point: ``GET /runs/{id}/state?seq=N`` on a long recorded run.
+
+A run of mixed events is written into a SQLite store (with a posted RunAgentInput as its
+starting point), then two recorder processes serve that file: one as configured by default
+(a checkpoint every 1000 events), one with checkpoints off, which folds the run from its
+start for every query: the baseline. A first query at the run's end builds the checkpoints;
+then each round asks for the state at seeded random points and takes the median.
+
+The same is measured in process (``History(store).project``) to show what the HTTP layer
+and the JSON response add.
+"""
+
+from __future__ import annotations
+
+import random
+import statistics
+import time
+
+import orjson
+
+from bench.client import new_client
+from bench.context import SEED, Context, store_url
+from bench.report import Row
+from bench.store import typed
+from bench.workload import mixed_events
+from recorder.history import History
+from recorder.store import EventStore, NewRun, open_store
+
+RUN_ID = "state-run"
+THREAD_ID = "state-thread"
+NO_CHECKPOINTS = 10**9
+
+
+async def record(url: str, count: int) -> None:
+    posted = orjson.dumps(
+        {
+            "threadId": THREAD_ID,
+            "runId": RUN_ID,
+            "state": {"items": [], "counter": 0},
+            "messages": [{"id": "u0", "role": "user", "content": "start"}],
+            "tools": [],
+            "context": [],
+            "forwardedProps": {},
+        }
+    )
+    store = await open_store(url, migrate=True)
+    try:
+        await store.create_run(NewRun(RUN_ID, THREAD_ID, agent="bench", input=posted))
+        events = typed(mixed_events(count, seed=5, run_id=RUN_ID, thread_id=THREAD_ID))
+        for i in range(0, count, 1000):
+            await store.append(RUN_ID, events[i : i + 1000])
+        await store.set_status(RUN_ID, "finished", outcome="success")
+    finally:
+        await store.close()
+
+
+def points(ctx: Context, round_no: int) -> list[int]:
+    rng = random.Random(SEED * 1000 + round_no)
+    return [rng.randrange(ctx.plan.state_events) for _ in range(ctx.plan.state_points)]
+
+
+async def over_http(ctx: Context, path: str) -> tuple[float, list[float], list[float]]:
+    urls = await ctx.pool.start(
+        {
+            "state": ["recorder", "--db", store_url(path)],
+            "state-full": [
+                "recorder",
+                "--db",
+                store_url(path),
+                "--checkpoint-every",
+                str(NO_CHECKPOINTS),
+            ],
+        }
+    )
+    try:
+        async with new_client() as client:
+
+            async def query(base: str, seq: int | None = None) -> float:
+                url = f"{base}/runs/{RUN_ID}/state" + ("" if seq is None else f"?seq={seq}")
+                started = time.perf_counter()
+                response = await client.get(url)
+                elapsed = time.perf_counter() - started
+                response.raise_for_status()
+                return elapsed * 1000
+
+            first = await query(urls["state"])
+            full: list[float] = []
+            medians: list[float] = []
+            for round_no in range(ctx.plan.rounds):
+                full.append(await query(urls["state-full"]))
+                samples = [await query(urls["state"], seq) for seq in points(ctx, round_no)]
+                medians.append(statistics.median(samples))
+    finally:
+        await ctx.pool.stop("state")
+        await ctx.pool.stop("state-full")
+    return first, medians, full
+
+
+async def in_process(ctx: Context, path: str) -> tuple[list[float], list[float]]:
+    store: EventStore = await open_store(store_url(path))
+    try:
+        run = await store.get_run(RUN_ID)
+        history = History(store)
+        from_start = History(store, checkpoint_every=NO_CHECKPOINTS)
+        medians: list[float] = []
+        full: list[float] = []
+        for round_no in range(ctx.plan.rounds):
+            started = time.perf_counter()
+            await from_start.project(run)
+            full.append((time.perf_counter() - started) * 1000)
+            samples = []
+            for seq in points(ctx, round_no):
+                started = time.perf_counter()
+                await history.project(run, seq)
+                samples.append((time.perf_counter() - started) * 1000)
+            medians.append(statistics.median(samples))
+    finally:
+        await store.close()
+    return medians, full
+
+
+async def run(ctx: Context) -> list[Row]:
+    path = str(ctx.workdir / "state.db")
+    await record(store_url(path), ctx.plan.state_events)
+    first, medians, full = await over_http(ctx, path)
+    local, local_full = await in_process(ctx, path)
+    size = f"{ctx.plan.state_events:,}-event run (SQLite)"
+    return [
+        Row(
+            "state",
+            "API, first query (builds checkpoints) vs full fold",
+            "ms",
+            [first],
+            full,
+            note=f"{size}; baseline: the same API on a recorder with checkpoints off",
+        ),
+        Row(
+            "state",
+            f"API, median of {ctx.plan.state_points} random seqs vs full fold",
+            "ms",
+            medians,
+            full,
+            "<= 20 ms and <= 0.05x",
+            lambda ours, _base, ratio: ours <= 20 and ratio <= 0.05,
+        ),
+        Row(
+            "state",
+            "in process History.project vs fold from start",
+            "ms",
+            local,
+            local_full,
+            "<= 20 ms and <= 0.05x",
+            lambda ours, _base, ratio: ours <= 20 and ratio <= 0.05,
+        ),
+    ]
