@@ -13,15 +13,9 @@ from typing import Any
 
 import orjson
 
-from recorder.chunks import (
-    CHUNK_TYPES,
-    TRANSLATED_TYPES,
-    ChunkError,
-    ChunkLanes,
-    Compatibility,
-    InvalidEvent,
-    enforce,
-)
+from recorder.chunks import CHUNK_TYPES, ChunkError, ChunkLanes
+from recorder.compat import TRANSLATED_TYPES, Compatibility
+from recorder.enforce import InvalidEvent, enforce
 from recorder.verify import Verifier, Violation
 
 NOT_JSON = "Invalid event: the frame is not a JSON object."

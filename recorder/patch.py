@@ -31,20 +31,11 @@ from __future__ import annotations
 import math
 from typing import Any, Final
 
+# Re-exported: apply_patch may answer UNDEFINED, so its callers take the name from here.
+from recorder._jsvalues import UNDEFINED as UNDEFINED
+from recorder._jsvalues import Sentinel, js_truthy
 
-class _Sentinel:
-    __slots__ = ("_name",)
-
-    def __init__(self, name: str) -> None:
-        self._name = name
-
-    def __repr__(self) -> str:
-        return self._name
-
-
-UNDEFINED: Final = _Sentinel("UNDEFINED")
-"""JavaScript's ``undefined``: a missing value, or a document a patch left undefined."""
-FUNCTION: Final = _Sentinel("FUNCTION")
+FUNCTION: Final = Sentinel("FUNCTION")
 """A JavaScript prototype method, reached through a path such as ``/toString``."""
 
 
@@ -294,14 +285,6 @@ def _is_array_index(key: Any) -> bool:
     )
 
 
-def _truthy(value: Any) -> bool:
-    if value is None or value is UNDEFINED or value is False:
-        return False
-    if type(value) in (int, float, str):
-        return bool(value)
-    return True
-
-
 # -- validation -------------------------------------------------------------------------------
 
 
@@ -338,7 +321,7 @@ def _validate(op: Any, index: int, document: Any, fragment: str | None) -> None:
             "`test` operations)",
             index,
         )
-    if fragment is not None and _truthy(document):
+    if fragment is not None and js_truthy(document):
         _validate_against(op, name, path, index, document, fragment)
 
 

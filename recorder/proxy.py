@@ -34,6 +34,7 @@ from recorder.store.model import RECORDER
 
 _HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "te", "upgrade", "host"}
 _SUMMARY_LIMIT = 20_000
+_YIELD_AFTER = 2000  # frames read ahead before the reader lets a commit start
 
 
 class AgentNotFound(NotFound):
@@ -150,15 +151,9 @@ class Proxy:
         self, agent: str, posted: dict[str, Any], body: bytes, parent: tuple[str, int | None] | None
     ) -> NewRun:
         thread_id, run_id = posted["threadId"], posted["runId"]
-        parent_id, parent_seq, inferred = None, None, False
-        if parent is not None:
-            parent_id, parent_seq = parent
-        elif isinstance(posted.get("parentRunId"), str):
+        parent_id, parent_seq = parent if parent is not None else (None, None)
+        if parent is None and isinstance(posted.get("parentRunId"), str):
             parent_id = posted["parentRunId"]
-        else:
-            with contextlib.suppress(NotFound):
-                parent_id = (await self.store.get_thread(thread_id)).latest_run_id
-                inferred = parent_id is not None
         run = NewRun(
             run_id=run_id,
             thread_id=thread_id,
@@ -166,7 +161,7 @@ class Proxy:
             input=body,
             parent_run_id=parent_id,
             parent_seq=parent_seq,
-            parent_inferred=inferred,
+            infer_parent=parent_id is None,
             owner=self.owner,
         )
         await self.store.create_run(run)
@@ -295,6 +290,11 @@ class RunRecording:
             if frames:
                 self._pending.extend(frames)
                 self._arrived.set()
+                if len(self._pending) >= _YIELD_AFTER:
+                    # A fast upstream's bytes are already buffered, so reading never
+                    # suspends: without this the whole run would be read before its first
+                    # commit, and the client would wait for all of it.
+                    await asyncio.sleep(0)
         self._pending.extend(splitter.close())
 
     async def _record_until(self, reader: asyncio.Task[None]) -> None:

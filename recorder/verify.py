@@ -11,30 +11,33 @@ Like the reference it checks events *after* chunk expansion and the compatibilit
 
 The reference reads event fields as they come, unvalidated, so an id may be a number, null,
 absent or an object. Ids and subagent tags are therefore turned into `Key`s that compare the
-way a JavaScript ``Map`` compares its keys (1 and 1.0 are one key; 1, "1" and true are three;
-every object is its own key) and that remember how JavaScript would print them.
+way a JavaScript ``Map`` compares its keys and that remember how JavaScript would print them
+(``recorder._jsvalues``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from decimal import Decimal
 from typing import Any, Final
 
 import orjson
 
+from recorder._jsvalues import (
+    UNDEFINED,
+    UNDEFINED_KEY,
+    Key,
+    MapKeys,
+    js_string,
+    js_typed,
+    key_from_json,
+    show,
+    show_joined,
+)
 from recorder.errors import InputError
 
-# A string stands for itself; anything else is (kind, text): the kind keeps 1, "1" and true
-# apart, and the text is what a JavaScript template literal prints for the value. Objects get
-# a kind numbered per occurrence, because a JS Map compares objects by identity.
-Key = str | tuple[str, str]
 Handler = Callable[[Mapping[str, Any], str], str | None]
 
-_MISSING: Final[Any] = object()  # JavaScript's `undefined`: the field is absent
-_UNDEFINED: Final[Key] = ("u", "undefined")
-_NULL: Final[Key] = ("z", "null")
 _PARENT: Final = "(the parent agent)"
 _OPTIONAL: Final = "The field is optional — omit it entirely."
 _NOT_ITERABLE: Final = "is not iterable (cannot read property Symbol(Symbol.iterator))"
@@ -95,6 +98,7 @@ class Verifier:
         "_closed_subagents",
         "_first_seen",
         "_handlers",
+        "_keys",
         "_owners",
         "_reasoning",
         "_run_errored",
@@ -105,14 +109,13 @@ class Verifier:
         "_steps",
         "_subagents",
         "_text",
-        "_tokens",
         "_tools",
         "_violations",
     )
 
     def __init__(self) -> None:
         self._seen = 0  # events fed so far: the next event's index
-        self._tokens = 0  # objects keyed so far (see Key)
+        self._keys = MapKeys()  # ids as a JavaScript Map would key them
         self._violations: list[Violation] = []
         self._first_seen = False
         self._run_started = False
@@ -123,7 +126,7 @@ class Verifier:
         self._tools: dict[Key, None] = {}
         self._spans: dict[Key, None] = {}
         self._reasoning: dict[Key, None] = {}
-        # Owner (subagent tag, _UNDEFINED = the parent agent) per entity kind, kept after the
+        # Owner (subagent tag, UNDEFINED_KEY = the parent agent) per entity kind, kept after the
         # entity closes: a late continuation (an encrypted value after TOOL_CALL_END) or a
         # reopen must still agree with whoever opened the id.
         self._owners: dict[str, dict[Key, Key]] = {
@@ -159,7 +162,7 @@ class Verifier:
             {
                 "version": 1,
                 "seen": self._seen,
-                "tokens": self._tokens,
+                "tokens": self._keys.objects,
                 "flags": flags,
                 "open": [list(ids) for ids in self._open_sets()],
                 "owners": {kind: list(owners.items()) for kind, owners in self._owners.items()},
@@ -181,17 +184,17 @@ class Verifier:
         if state["version"] != 1:
             raise ValueError(f"unknown checkpoint version {state['version']!r}")
         verifier = cls()
-        verifier._seen, verifier._tokens = int(state["seen"]), int(state["tokens"])
+        verifier._seen, verifier._keys.objects = int(state["seen"]), int(state["tokens"])
         first_seen, started, finished, errored = (bool(flag) for flag in state["flags"])
         verifier._first_seen, verifier._run_started = first_seen, started
         verifier._run_finished, verifier._run_errored = finished, errored
         # Filled in place: the dispatch table's handlers hold these very dicts.
         for ids, saved in zip(verifier._open_sets(), state["open"], strict=True):
-            ids.update(dict.fromkeys(map(_key_from_json, saved)))
+            ids.update(dict.fromkeys(map(key_from_json, saved)))
         for kind, pairs in state["owners"].items():
-            verifier._owners[kind].update((_key_from_json(k), _key_from_json(o)) for k, o in pairs)
+            verifier._owners[kind].update((key_from_json(k), key_from_json(o)) for k, o in pairs)
         for owner, names in state["steps"]:
-            verifier._steps[_key_from_json(owner)] = dict.fromkeys(map(_key_from_json, names))
+            verifier._steps[key_from_json(owner)] = dict.fromkeys(map(key_from_json, names))
         active, closed = state["subagents"]
         verifier._subagents.update(dict.fromkeys(map(str, active)))
         verifier._closed_subagents.update(dict.fromkeys(map(str, closed)))
@@ -296,26 +299,8 @@ class Verifier:
             "SUBAGENT_ERROR": self._subagent_closed,
         }
 
-    # -- keys -----------------------------------------------------------------------------------
-
-    def _key(self, value: Any) -> Key:
-        if type(value) is str:
-            return value
-        if value is _MISSING:
-            return _UNDEFINED
-        if value is None:
-            return _NULL
-        if isinstance(value, bool):
-            return ("b", "true" if value else "false")
-        if isinstance(value, int | float):
-            return ("n", _js_number(value))
-        if isinstance(value, str):
-            return str(value)
-        self._tokens += 1
-        return (f"o{self._tokens}", _js_string(value))
-
     def _tag(self, event: Mapping[str, Any]) -> Key:
-        return self._key(event.get("subagentRunId", _MISSING))
+        return self._keys.of(event.get("subagentRunId", UNDEFINED))
 
     # -- streaming entities: text messages, tool calls, reasoning spans and messages ------------
 
@@ -328,9 +313,9 @@ class Verifier:
         owners: dict[Key, Key],
         label: str,
     ) -> str | None:
-        entity = self._key(event.get(field, _MISSING))
+        entity = self._keys.of(event.get(field, UNDEFINED))
         if entity in ids:
-            return _ALREADY_OPEN[kind].format(id=_show(entity))
+            return _ALREADY_OPEN[kind].format(id=show(entity))
         tag = self._tag(event)
         owner = owners.get(entity)
         if owner is not None:
@@ -353,30 +338,30 @@ class Verifier:
         label: str,
         closes: bool,
     ) -> str | None:
-        entity = self._key(event.get(field, _MISSING))
+        entity = self._keys.of(event.get(field, UNDEFINED))
         if entity not in ids:
-            return _NOT_OPEN[kind].format(id=_show(entity))
+            return _NOT_OPEN[kind].format(id=show(entity))
         message = _tag_error(kind, self._tag(event), owners.get(entity), label, entity)
         if message is None and closes:
             del ids[entity]
         return message
 
     def _tool_call_start(self, event: Mapping[str, Any], kind: str) -> str | None:
-        call = self._key(event.get("toolCallId", _MISSING))
+        call = self._keys.of(event.get("toolCallId", UNDEFINED))
         if call in self._tools:
-            return _ALREADY_OPEN[kind].format(id=_show(call))
+            return _ALREADY_OPEN[kind].format(id=show(call))
         tag = self._tag(event)
         # A tool call lives inside the assistant message parentMessageId names and carries no
         # tag of its own, so it cannot belong to anyone but that message's owner.
-        parent = event.get("parentMessageId", _MISSING)
+        parent = event.get("parentMessageId", UNDEFINED)
         inherited = None
-        if parent is not _MISSING:
-            parent_key = self._key(parent)
+        if parent is not UNDEFINED:
+            parent_key = self._keys.of(parent)
             inherited = self._owners["message"].get(parent_key)
-            if inherited is not None and tag != _UNDEFINED and tag != inherited:
+            if inherited is not None and tag != UNDEFINED_KEY and tag != inherited:
                 return (
-                    f"Cannot send 'TOOL_CALL_START': subagentRunId '{_show(tag)}' does not match "
-                    f"its parent message '{_show(parent_key)}' owner '{_show_owner(inherited)}'. "
+                    f"Cannot send 'TOOL_CALL_START': subagentRunId '{show(tag)}' does not match "
+                    f"its parent message '{show(parent_key)}' owner '{_show_owner(inherited)}'. "
                     "A tool call belongs to the message that carries it."
                 )
         existing = self._owners["toolCall"].get(call)
@@ -385,15 +370,15 @@ class Verifier:
             if message is not None:
                 return message
             # An untagged reopen's owner is the one it inherits from its parent message.
-            if tag == _UNDEFINED and inherited is not None and inherited != existing:
+            if tag == UNDEFINED_KEY and inherited is not None and inherited != existing:
                 return (
-                    f"Cannot send 'TOOL_CALL_START': tool call '{_show(call)}' is owned by "
+                    f"Cannot send 'TOOL_CALL_START': tool call '{show(call)}' is owned by "
                     f"'{_show_owner(existing)}' but its parent message "
-                    f"'{_js_string(parent)}' is owned by '{_show_owner(inherited)}'. "
+                    f"'{js_string(parent)}' is owned by '{_show_owner(inherited)}'. "
                     "A tool call belongs to the message that carries it."
                 )
         else:
-            owned = tag if tag != _UNDEFINED or inherited is None else inherited
+            owned = tag if tag != UNDEFINED_KEY or inherited is None else inherited
             self._owners["toolCall"][call] = owned
         self._tools[call] = None
         return None
@@ -407,7 +392,7 @@ class Verifier:
 
     def _encrypted_value(self, event: Mapping[str, Any], kind: str) -> str | None:
         # Checked for ownership only: it opens and closes nothing.
-        entity = self._key(event.get("entityId", _MISSING))
+        entity = self._keys.of(event.get("entityId", UNDEFINED))
         subtype = event.get("subtype")
         if subtype == "tool-call":
             owner, label = self._owners["toolCall"].get(entity), "tool call"
@@ -423,16 +408,16 @@ class Verifier:
     # -- steps ------------------------------------------------------------------------------------
 
     def _step_started(self, event: Mapping[str, Any], kind: str) -> str | None:
-        name, owner = self._key(event.get("stepName", _MISSING)), self._tag(event)
+        name, owner = self._keys.of(event.get("stepName", UNDEFINED)), self._tag(event)
         names = self._steps.get(owner)
         if names is not None and name in names:
-            where = "" if owner == _UNDEFINED else f" in subagent '{_show(owner)}'"
-            return f"Step \"{_show(name)}\" is already active for 'STEP_STARTED'{where}"
+            where = "" if owner == UNDEFINED_KEY else f" in subagent '{show(owner)}'"
+            return f"Step \"{show(name)}\" is already active for 'STEP_STARTED'{where}"
         self._steps.setdefault(owner, {})[name] = None
         return None
 
     def _step_finished(self, event: Mapping[str, Any], kind: str) -> str | None:
-        name, owner = self._key(event.get("stepName", _MISSING)), self._tag(event)
+        name, owner = self._keys.of(event.get("stepName", UNDEFINED)), self._tag(event)
         names = self._steps.get(owner)
         if names is not None and name in names:
             del names[name]
@@ -442,24 +427,24 @@ class Verifier:
         for other, other_names in self._steps.items():
             if other != owner and name in other_names:
                 return (
-                    f"Cannot send 'STEP_FINISHED' for step \"{_show(name)}\" attributed to "
+                    f"Cannot send 'STEP_FINISHED' for step \"{show(name)}\" attributed to "
                     f"{_describe(owner)}: that step is open under "
                     f"{_describe(other)}. A step must be finished by whoever started it."
                 )
-        return f"Cannot send 'STEP_FINISHED' for step \"{_show(name)}\" that was not started"
+        return f"Cannot send 'STEP_FINISHED' for step \"{show(name)}\" that was not started"
 
     # -- activities and snapshots ----------------------------------------------------------------
 
     def _activity_snapshot(self, event: Mapping[str, Any], kind: str) -> str | None:
         # Only a replacing snapshot re-mints, and so re-owns, an existing activity.
-        activity = self._key(event.get("messageId", _MISSING))
+        activity = self._keys.of(event.get("messageId", UNDEFINED))
         owners = self._owners["activity"]
-        if activity not in owners or event.get("replace", _MISSING) is not False:
+        if activity not in owners or event.get("replace", UNDEFINED) is not False:
             owners[activity] = self._tag(event)
         return None
 
     def _activity_delta(self, event: Mapping[str, Any], kind: str) -> str | None:
-        activity = self._key(event.get("messageId", _MISSING))
+        activity = self._keys.of(event.get("messageId", UNDEFINED))
         owner = self._owners["activity"].get(activity)
         return _tag_error(kind, self._tag(event), owner, "activity", activity)
 
@@ -483,7 +468,7 @@ class Verifier:
             # Seed the bucket the role streams through: reasoning continuations are checked
             # against reasoning owners, activity deltas against activity owners.
             owners = self._owners[role if role in ("reasoning", "activity") else "message"]
-            owner = self._key(message.get("subagentRunId", _MISSING))
+            owner = self._keys.of(message.get("subagentRunId", UNDEFINED))
             if authoritative or message["id"] not in owners:
                 owners[message["id"]] = owner
             # A ToolCall carries no tag: its message's owner is its owner.
@@ -511,13 +496,13 @@ class Verifier:
                 f"Cannot send 'SUBAGENT_STARTED': subagent '{subagent}' has already finished in "
                 "this run. Subagent IDs are per-invocation and cannot be reused."
             )
-        parent = event.get("parentSubagentRunId", _MISSING)
+        parent = event.get("parentSubagentRunId", UNDEFINED)
         known = isinstance(parent, str) and (
             parent in self._subagents or parent in self._closed_subagents
         )
-        if parent is not _MISSING and not known:
+        if parent is not UNDEFINED and not known:
             return (
-                f"Cannot send 'SUBAGENT_STARTED': parentSubagentRunId '{_js_string(parent)}' "
+                f"Cannot send 'SUBAGENT_STARTED': parentSubagentRunId '{js_string(parent)}' "
                 "has not been started in this run."
             )
         self._subagents[subagent] = None
@@ -559,7 +544,9 @@ class Verifier:
     def _run_finished_rule(self, event: Mapping[str, Any], kind: str) -> str | None:
         if any(self._steps.values()):
             steps = ", ".join(
-                _show_joined(name) if owner == _UNDEFINED else f"{_show(name)} ({_describe(owner)})"
+                show_joined(name)
+                if owner == UNDEFINED_KEY
+                else f"{show(name)} ({_describe(owner)})"
                 for owner, names in self._steps.items()
                 for name in names
             )
@@ -572,7 +559,7 @@ class Verifier:
             ("subagents", self._subagents),
         ):
             if ids:
-                listed = ", ".join(_show_joined(entity) for entity in ids)
+                listed = ", ".join(show_joined(entity) for entity in ids)
                 return f"Cannot send 'RUN_FINISHED' while {label} are still active: {listed}"
         self._run_finished = True
         return None
@@ -606,7 +593,7 @@ def verify(events: Iterable[Mapping[str, Any]]) -> list[Violation]:
 
 def _null_error(event: Mapping[str, Any], kind: str) -> str | None:
     """The subagent surface tolerates no nulls: absent is the only spelling of "none"."""
-    if event.get("subagentRunId", _MISSING) is None:
+    if event.get("subagentRunId", UNDEFINED) is None:
         return f"Cannot send '{kind}' with 'subagentRunId: null'. {_OPTIONAL}"
     if kind in _SUBAGENT_OPTIONALS:
         return _subagent_fields_error(event, kind)
@@ -620,13 +607,13 @@ def _subagent_fields_error(event: Mapping[str, Any], kind: str) -> str | None:
         if _is_null(event, field):
             return f"Cannot send '{kind}' with '{field}: null'. {_OPTIONAL}"
     # The reference reads `outcome` on all three SUBAGENT_* types, not only on FINISHED.
-    outcome = event.get("outcome", _MISSING)
-    if outcome is _MISSING or outcome is None:
+    outcome = event.get("outcome", UNDEFINED)
+    if outcome is UNDEFINED or outcome is None:
         return None
-    outcome_type = outcome.get("type", _MISSING) if isinstance(outcome, Mapping) else _MISSING
+    outcome_type = outcome.get("type", UNDEFINED) if isinstance(outcome, Mapping) else UNDEFINED
     if outcome_type != "success" and outcome_type != "suspended":
         return (
-            f"Cannot send '{kind}' with outcome type '{_js_string(outcome_type)}'. "
+            f"Cannot send '{kind}' with outcome type '{js_string(outcome_type)}'. "
             'The outcome is either { type: "success" } or { type: "suspended" }.'
         )
     interrupt_ids = outcome.get("interruptIds")
@@ -646,7 +633,7 @@ def _interrupt_tag_error(outcome: Any) -> str | None:
     interrupts = outcome.get("interrupts")
     for interrupt in interrupts if isinstance(interrupts, list) else ():
         if _is_null(interrupt, "subagentRunId"):
-            shown = _js_string(interrupt.get("id", _MISSING))
+            shown = js_string(interrupt.get("id", UNDEFINED))
             return (
                 f"Cannot send 'RUN_FINISHED' with an interrupt (id '{shown}') carrying "
                 f"'subagentRunId: null'. {_OPTIONAL}"
@@ -675,121 +662,26 @@ def _seed_error(messages: Any) -> str | None:
         # which errors the stream with the engine's own text.
         calls = message.get("toolCalls")
         if calls is not None and not isinstance(calls, list | str):
-            return f"{_js_typed(calls)} {_NOT_ITERABLE}"
+            return f"{js_typed(calls)} {_NOT_ITERABLE}"
     return None
 
 
 def _tag_error(kind: str, tag: Key, owner: Key | None, label: str, entity: Key) -> str | None:
     """A tagged continuation must agree with the entity's owner; untagged always agrees."""
-    if owner is None or tag in (_UNDEFINED, owner):
+    if owner is None or tag in (UNDEFINED_KEY, owner):
         return None
     return (
-        f"Cannot send '{kind}': subagentRunId '{_show(tag)}' does not match the {label} "
-        f"'{_show(entity)}' opener's subagent '{_show_owner(owner)}'."
+        f"Cannot send '{kind}': subagentRunId '{show(tag)}' does not match the {label} "
+        f"'{show(entity)}' opener's subagent '{_show_owner(owner)}'."
     )
 
 
-# -- how JavaScript prints values -----------------------------------------------------------------
-
-
-def _show(key: Key) -> str:
-    """`${value}` in a template literal."""
-    return key if type(key) is str else key[1]
-
-
-def _show_joined(key: Key) -> str:
-    """The value as Array.prototype.join prints it: null and undefined become ""."""
-    if type(key) is str:
-        return key
-    return "" if key[0] in ("u", "z") else key[1]
+# -- how the reference names owners ------------------------------------------------------------
 
 
 def _show_owner(owner: Key) -> str:
-    return _PARENT if owner == _UNDEFINED else _show(owner)
+    return _PARENT if owner == UNDEFINED_KEY else show(owner)
 
 
 def _describe(owner: Key) -> str:
-    return "the parent agent" if owner == _UNDEFINED else f"subagent '{_show(owner)}'"
-
-
-def _key_from_json(value: Any) -> Key:
-    if isinstance(value, str):
-        return value
-    kind, text = value
-    return (str(kind), str(text))
-
-
-def _js_string(value: Any) -> str:
-    """String(value) for a JSON value (or `_MISSING`, JavaScript's undefined)."""
-    if not isinstance(value, list | tuple):
-        return _js_scalar(value)
-    # Array.prototype.join(",") all the way down, where null items print as "". A stack, not
-    # recursion: an id from untrusted JSON may nest deeper than Python's recursion limit.
-    parts: list[str] = []
-    stack: list[tuple[Any, int]] = [(value, 0)]
-    while stack:
-        items, at = stack.pop()
-        if at == len(items):
-            continue
-        if at:
-            parts.append(",")
-        stack.append((items, at + 1))
-        item = items[at]
-        if isinstance(item, list | tuple):
-            stack.append((item, 0))
-        elif item is not None:
-            parts.append(_js_scalar(item))
-    return "".join(parts)
-
-
-def _js_scalar(value: Any) -> str:
-    if isinstance(value, str):
-        return value
-    if value is _MISSING:
-        return "undefined"
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return _js_number(value)
-    return "[object Object]"
-
-
-def _js_typed(value: Any) -> str:
-    """How V8 names a non-iterable value in its TypeError: "number 5", "boolean true", "object"."""
-    if isinstance(value, bool):
-        return f"boolean {_js_scalar(value)}"
-    if isinstance(value, int | float):
-        return f"number {_js_number(value)}"
-    return "object"
-
-
-def _js_number(value: int | float) -> str:
-    """Number.prototype.toString(): the shortest round-trip digits, JavaScript's layout."""
-    try:
-        number = float(value)
-    except OverflowError:  # an integer past the double range is Infinity to JavaScript
-        return "Infinity" if value > 0 else "-Infinity"
-    if number != number:
-        return "NaN"
-    if number in (float("inf"), float("-inf")):
-        return "Infinity" if number > 0 else "-Infinity"
-    if number == 0:
-        return "0"
-    sign = "-" if number < 0 else ""
-    # repr() gives the same shortest round-trip digits as JavaScript; only the layout differs.
-    _, digit_tuple, exponent = Decimal(repr(abs(number))).as_tuple()
-    digits = "".join(map(str, digit_tuple)).rstrip("0")
-    assert isinstance(exponent, int)
-    point = exponent + len(digit_tuple)  # the decimal point sits after `point` digits
-    count = len(digits)
-    if count <= point <= 21:
-        return sign + digits + "0" * (point - count)
-    if 0 < point <= 21:
-        return sign + digits[:point] + "." + digits[point:]
-    if -6 < point <= 0:
-        return sign + "0." + "0" * -point + digits
-    shift = point - 1
-    mantissa = digits if count == 1 else digits[0] + "." + digits[1:]
-    return f"{sign}{mantissa}e{'+' if shift >= 0 else '-'}{abs(shift)}"
+    return "the parent agent" if owner == UNDEFINED_KEY else f"subagent '{show(owner)}'"

@@ -13,14 +13,9 @@ from typing import Any
 import orjson
 import pytest
 
-from recorder.chunks import (
-    KNOWN_TYPES,
-    ChunkError,
-    ChunkLanes,
-    Compatibility,
-    InvalidEvent,
-    enforce,
-)
+from recorder.chunks import ChunkError, ChunkLanes
+from recorder.compat import Compatibility
+from recorder.enforce import KNOWN_TYPES, InvalidEvent, enforce
 
 Event = dict[str, Any]
 

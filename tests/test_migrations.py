@@ -32,7 +32,13 @@ async def test_upgrade_downgrade_upgrade_without_drift(db_url: str) -> None:
     try:
         await upgrade(engine)
         async with engine.connect() as conn:
-            assert await conn.run_sync(_tables) == {"threads", "runs", "events", "checkpoints"}
+            assert await conn.run_sync(_tables) == {
+                "threads",
+                "runs",
+                "run_inputs",
+                "events",
+                "checkpoints",
+            }
             assert await conn.run_sync(_diff) == []
         await downgrade(engine)
         async with engine.connect() as conn:

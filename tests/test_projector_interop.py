@@ -23,7 +23,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from recorder.chunks import KNOWN_TYPES
+from recorder.enforce import KNOWN_TYPES
 from recorder.projector import Projection, fold
 
 INTEROP = Path(__file__).parent / "interop"

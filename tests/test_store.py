@@ -291,3 +291,19 @@ async def test_missing_sqlite_directory_is_a_clear_error(tmp_path: object) -> No
 def test_store_errors_share_one_root() -> None:
     assert issubclass(AppendOnlyViolation, StoreError)
     assert issubclass(StoreUnavailable, StoreError)
+
+
+async def test_parent_inferred_inside_the_creating_transaction(store: EventStore) -> None:
+    first = await store.create_run(NewRun("r1", "t1", infer_parent=True))
+    assert (first.parent_run_id, first.parent_inferred) == (None, False)
+    second = await store.create_run(NewRun("r2", "t1", infer_parent=True))
+    assert (second.parent_run_id, second.parent_inferred) == ("r1", True)
+    given = await store.create_run(NewRun("r3", "t1", parent_run_id="r1", infer_parent=True))
+    assert (given.parent_run_id, given.parent_inferred) == ("r1", False)
+    assert await store.get_run("r2") == second
+    # Concurrent posts on one thread each get a distinct, earlier parent: a chain.
+    await asyncio.gather(
+        *(store.create_run(NewRun(f"c{i}", "t2", infer_parent=True)) for i in range(6))
+    )
+    parents = [(await store.get_run(f"c{i}")).parent_run_id for i in range(6)]
+    assert parents.count(None) == 1 and len({p for p in parents if p}) == 5

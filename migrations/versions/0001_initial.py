@@ -1,4 +1,4 @@
-"""threads, runs, events (append-only), checkpoints
+"""threads, runs, run inputs, events (append-only), checkpoints
 
 Revision ID: 0001
 Revises:
@@ -39,7 +39,6 @@ def upgrade() -> None:
         sa.Column("thread_id", sa.String(), nullable=False),
         sa.Column("agent", sa.String(), nullable=True),
         sa.Column("status", sa.String(), nullable=False),
-        sa.Column("input", sa.LargeBinary(), nullable=True),
         sa.Column("parent_run_id", sa.String(), nullable=True),
         sa.Column("parent_seq", sa.Integer(), nullable=True),
         sa.Column("parent_inferred", sa.Boolean(), server_default="0", nullable=False),
@@ -60,6 +59,15 @@ def upgrade() -> None:
     op.create_index("ix_runs_thread_created", "runs", ["thread_id", "created_at"])
     op.create_index("ix_runs_status", "runs", ["status"])
     op.create_index("ix_runs_parent", "runs", ["parent_run_id"])
+    op.create_table(
+        "run_inputs",
+        sa.Column("run_id", sa.String(), nullable=False),
+        sa.Column("input", sa.LargeBinary(), nullable=False),
+        sa.ForeignKeyConstraint(
+            ["run_id"], ["runs.run_id"], name=op.f("fk_run_inputs_run_id_runs")
+        ),
+        sa.PrimaryKeyConstraint("run_id", name=op.f("pk_run_inputs")),
+    )
     op.create_table(
         "events",
         sa.Column("position", Position, autoincrement=False, nullable=False),
@@ -93,6 +101,7 @@ def downgrade() -> None:
     op.drop_table("checkpoints")
     op.drop_index("ix_events_thread_position", table_name="events")
     op.drop_table("events")
+    op.drop_table("run_inputs")
     op.drop_index("ix_runs_parent", table_name="runs")
     op.drop_index("ix_runs_status", table_name="runs")
     op.drop_index("ix_runs_thread_created", table_name="runs")

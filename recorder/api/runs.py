@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from recorder.api.agents import SSE_HEADERS, respond
 from recorder.api.deps import RuntimeDep, TokenDep
-from recorder.api.views import event_view, run_view
+from recorder.api.views import JSON, event_view, run_view
 from recorder.errors import InputError
 from recorder.fork import ForkRequest, plan_fork
 from recorder.replay import stream_run
@@ -41,13 +41,12 @@ async def run_events(
     }
 
 
-@router.get("/runs/{run_id}/state")
-async def run_state(
-    run_id: str, runtime: RuntimeDep, seq: int | None = Query(None, ge=-1)
-) -> dict[str, Any]:
+@router.get("/runs/{run_id}/state", response_class=JSON)
+async def run_state(run_id: str, runtime: RuntimeDep, seq: int | None = Query(None, ge=-1)) -> JSON:
+    """Messages, state and pending interrupts after event ``seq`` (default: the end)."""
     run = await runtime.store.get_run(run_id)
     at = await runtime.history.project(run, seq)
-    return {"runId": run_id, "threadId": run.thread_id, "seq": seq, **at.to_json()}
+    return JSON({"runId": run_id, "threadId": run.thread_id, "seq": seq, **at.to_json()})
 
 
 @router.get("/runs/{run_id}/stream", responses={200: {"content": {"text/event-stream": {}}}})

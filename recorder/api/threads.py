@@ -10,7 +10,7 @@ from fastapi.responses import StreamingResponse
 
 from recorder.api.agents import SSE_HEADERS
 from recorder.api.deps import RuntimeDep, TokenDep
-from recorder.api.views import run_tree, thread_view
+from recorder.api.views import JSON, run_tree, thread_view
 from recorder.errors import InputError
 from recorder.replay import ThreadStream
 from recorder.store import ThreadFilter
@@ -59,28 +59,28 @@ async def get_thread(thread_id: str, runtime: RuntimeDep) -> dict[str, Any]:
     return {**thread_view(thread), "runs": run_tree(runs)}
 
 
-@router.get("/threads/{thread_id}/state")
+@router.get("/threads/{thread_id}/state", response_class=JSON)
 async def thread_state(
     thread_id: str,
     runtime: RuntimeDep,
     runId: str | None = None,
     seq: int | None = Query(None, ge=-1),
-) -> dict[str, Any]:
+) -> JSON:
     thread = await runtime.store.get_thread(thread_id)
     run_id = runId or thread.latest_run_id
     if run_id is None:
-        return {
-            "threadId": thread_id,
-            "runId": None,
+        empty: dict[str, Any] = {
             "messages": [],
             "state": {},
             "pendingInterrupts": [],
+            "problems": [],
         }
+        return JSON({"threadId": thread_id, "runId": None, **empty})
     run = await runtime.store.get_run(run_id)
     if run.thread_id != thread_id:
         raise InputError(f"run {run_id!r} is not in thread {thread_id!r}")
     at = await runtime.history.project(run, seq)
-    return {"threadId": thread_id, "runId": run_id, "seq": seq, **at.to_json()}
+    return JSON({"threadId": thread_id, "runId": run_id, "seq": seq, **at.to_json()})
 
 
 @router.get("/threads/{thread_id}/stream", responses={200: {"content": {"text/event-stream": {}}}})

@@ -48,6 +48,9 @@ class NewRun:
     origin: str = UPSTREAM
     owner: str | None = None
     created_at: float | None = None
+    # Without a parent: take the thread's latest run, read in the creating transaction so
+    # two runs posted at once on one thread cannot both claim the same parent unseen.
+    infer_parent: bool = False
 
 
 @dataclass(frozen=True, slots=True)

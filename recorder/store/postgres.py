@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -68,7 +68,7 @@ class PostgresDialect:
 
     async def fetch_events(
         self, conn: AsyncConnection, run_id: str, gt: int, lte: int | None, limit: int | None
-    ) -> list[EventRow]:
+    ) -> Sequence[Sequence[Any]]:
         sql = _SELECT
         params: list[Any] = [run_id, gt]
         if lte is not None:
@@ -79,7 +79,8 @@ class PostgresDialect:
             params.append(limit)
             sql += f" LIMIT ${len(params)}"
         driver = await _driver(conn)
-        return [tuple(r) for r in await driver.fetch(sql, *params)]
+        rows: list[Any] = await driver.fetch(sql, *params)
+        return rows
 
     async def notify(self, conn: AsyncConnection) -> None:
         # Delivered by PostgreSQL at commit, to every recorder process listening.

@@ -56,8 +56,6 @@ runs = Table(
     Column("thread_id", String, ForeignKey("threads.thread_id"), nullable=False),
     Column("agent", String, nullable=True),
     Column("status", String, nullable=False),
-    # The RunAgentInput exactly as posted (bytes), or null for imported streams without one.
-    Column("input", LargeBinary, nullable=True),
     Column("parent_run_id", String, nullable=True),
     Column("parent_seq", Integer, nullable=True),
     Column("parent_inferred", Boolean, nullable=False, server_default="0"),
@@ -74,6 +72,16 @@ runs = Table(
     Index("ix_runs_thread_created", "thread_id", "created_at"),
     Index("ix_runs_status", "status"),
     Index("ix_runs_parent", "parent_run_id"),
+)
+
+# The RunAgentInput exactly as posted, apart from the run row: inputs carry the whole
+# history (often hundreds of KB) and the run row is updated on every append; SQLite
+# rewrites a row with all its overflow pages on each update.
+run_inputs = Table(
+    "run_inputs",
+    metadata,
+    Column("run_id", String, ForeignKey("runs.run_id"), primary_key=True),
+    Column("input", LargeBinary, nullable=False),
 )
 
 events = Table(

@@ -18,7 +18,7 @@ from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol
 
 import orjson
-from sqlalchemy import and_, func, or_, select, update
+from sqlalchemy import and_, func, or_, select, text, update
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
@@ -61,7 +61,7 @@ class Dialect(Protocol):
     async def insert_events(self, conn: AsyncConnection, rows: list[EventRow]) -> None: ...
     async def fetch_events(
         self, conn: AsyncConnection, run_id: str, gt: int, lte: int | None, limit: int | None
-    ) -> list[EventRow]: ...
+    ) -> Sequence[Sequence[Any]]: ...
     async def notify(self, conn: AsyncConnection) -> None: ...
     async def listen(self, engine: AsyncEngine, wake: asyncio.Event) -> None: ...
     async def stop(self) -> None: ...
@@ -112,13 +112,20 @@ class SqlStore:
 
     async def create_run(self, run: NewRun) -> Run:
         now = run.created_at if run.created_at is not None else time.time()
+        values = _run_values(run, now)
         try:
             async with self._dialect.write_transaction(self._engine) as conn:
-                await self._ensure_thread(conn, run, now)
-                await conn.execute(schema.runs.insert().values(**_run_values(run, now)))
+                latest = await self._claim_thread(conn, run, now)
+                if run.infer_parent and run.parent_run_id is None:
+                    values["parent_run_id"], values["parent_inferred"] = latest, latest is not None
+                await conn.execute(schema.runs.insert().values(**values))
+                if run.input is not None:
+                    await conn.execute(
+                        schema.run_inputs.insert().values(run_id=run.run_id, input=run.input)
+                    )
         except Exception as exc:
             raise self._translated(exc, run_id=run.run_id) from exc
-        return await self.get_run(run.run_id)
+        return _new_run(values, run.input)
 
     async def append(self, run_id: str, events: Sequence[NewEvent]) -> list[Appended]:
         return (await self.append_batches([(run_id, events)]))[0]
@@ -236,9 +243,7 @@ class SqlStore:
 
     async def get_run(self, run_id: str) -> Run:
         async with self._engine.connect() as conn:
-            row = (
-                await conn.execute(select(schema.runs).where(schema.runs.c.run_id == run_id))
-            ).first()
+            row = (await conn.execute(_run_query().where(schema.runs.c.run_id == run_id))).first()
         if row is None:
             raise RunNotFound(run_id)
         return _run(row)
@@ -248,7 +253,8 @@ class SqlStore:
     ) -> list[RecordedEvent]:
         async with self._engine.connect() as conn:
             rows = await self._dialect.fetch_events(conn, run_id, gt, lte, limit)
-        return [RecordedEvent(*row) for row in rows]
+        make = RecordedEvent._make
+        return [make(row) for row in rows]
 
     async def read_after(
         self, position: int, *, limit: int | None = None, thread_id: str | None = None
@@ -262,7 +268,7 @@ class SqlStore:
             query = query.limit(limit)
         async with self._engine.connect() as conn:
             rows = (await conn.execute(query)).all()
-        return [RecordedEvent(*row) for row in rows]
+        return [RecordedEvent._make(row) for row in rows]
 
     async def max_position(self) -> int:
         async with self._engine.connect() as conn:
@@ -273,7 +279,7 @@ class SqlStore:
         runs = schema.runs
         async with self._engine.connect() as conn:
             rows = await conn.execute(
-                select(runs)
+                _run_query()
                 .where(runs.c.thread_id == thread_id)
                 .order_by(runs.c.created_at, runs.c.run_id)
             )
@@ -321,7 +327,7 @@ class SqlStore:
             while current is not None and current not in seen:
                 seen.add(current)
                 row = (
-                    await conn.execute(select(schema.runs).where(schema.runs.c.run_id == current))
+                    await conn.execute(_run_query().where(schema.runs.c.run_id == current))
                 ).first()
                 if row is None:
                     if not chain:
@@ -359,24 +365,29 @@ class SqlStore:
     async def _changed_locally(self) -> None:
         self._wake.set()
 
-    async def _ensure_thread(self, conn: AsyncConnection, run: NewRun, now: float) -> None:
+    async def _claim_thread(self, conn: AsyncConnection, run: NewRun, now: float) -> str | None:
+        """Make the run the thread's latest; returns the one it replaces.
+
+        Insert-if-absent, then lock the thread's row: concurrent first runs of a thread do
+        not collide, and concurrent runs on it line up, each seeing the one before.
+        """
         th = schema.threads
-        found = await conn.execute(
+        await conn.execute(
+            text(
+                "INSERT INTO threads (thread_id, agent, created_at, updated_at, run_count) "
+                "VALUES (:thread_id, :agent, :now, :now, 0) ON CONFLICT (thread_id) DO NOTHING"
+            ),
+            {"thread_id": run.thread_id, "agent": run.agent, "now": now},
+        )
+        latest = await conn.scalar(
+            select(th.c.latest_run_id).where(th.c.thread_id == run.thread_id).with_for_update()
+        )
+        await conn.execute(
             update(th)
             .where(th.c.thread_id == run.thread_id)
             .values(updated_at=now, run_count=th.c.run_count + 1, latest_run_id=run.run_id)
         )
-        if found.rowcount == 0:
-            await conn.execute(
-                th.insert().values(
-                    thread_id=run.thread_id,
-                    agent=run.agent,
-                    created_at=now,
-                    updated_at=now,
-                    run_count=1,
-                    latest_run_id=run.run_id,
-                )
-            )
+        return None if latest is None else str(latest)
 
     async def _append(
         self, conn: AsyncConnection, batches: Sequence[tuple[str, Sequence[NewEvent]]]
@@ -447,7 +458,6 @@ def _run_values(run: NewRun, now: float) -> dict[str, Any]:
         "thread_id": run.thread_id,
         "agent": run.agent,
         "status": RUNNING,
-        "input": run.input,
         "parent_run_id": run.parent_run_id,
         "parent_seq": run.parent_seq,
         "parent_inferred": run.parent_inferred,
@@ -470,6 +480,35 @@ def _event_columns() -> list[Any]:
         ev.c.recorded_at,
         ev.c.origin,
     ]
+
+
+def _run_query() -> Any:
+    runs, inputs = schema.runs, schema.run_inputs
+    return select(runs, inputs.c.input).select_from(
+        runs.outerjoin(inputs, inputs.c.run_id == runs.c.run_id)
+    )
+
+
+def _new_run(values: dict[str, Any], posted: bytes | None) -> Run:
+    return Run(
+        run_id=values["run_id"],
+        thread_id=values["thread_id"],
+        agent=values["agent"],
+        status=values["status"],
+        input=posted,
+        parent_run_id=values["parent_run_id"],
+        parent_seq=values["parent_seq"],
+        parent_inferred=values["parent_inferred"],
+        origin=values["origin"],
+        outcome=None,
+        error=None,
+        violations=[],
+        event_count=0,
+        created_at=values["created_at"],
+        finished_at=None,
+        heartbeat_at=values["heartbeat_at"],
+        owner=values["owner"],
+    )
 
 
 def _run(row: Row[Any]) -> Run:

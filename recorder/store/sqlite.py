@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -68,7 +68,7 @@ class SQLiteDialect:
 
     async def fetch_events(
         self, conn: AsyncConnection, run_id: str, gt: int, lte: int | None, limit: int | None
-    ) -> list[EventRow]:
+    ) -> Sequence[Sequence[Any]]:
         sql = _SELECT
         params: list[Any] = [run_id, gt]
         if lte is not None:
