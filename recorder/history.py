@@ -67,7 +67,7 @@ class History:
         target = min(target, last)
         projector, done = await self._resume_point(run, target, _depth)
         await self._fold(run, projector, done, target)
-        return projector.result()
+        return projector.take()
 
     async def _resume_point(self, run: Run, target: int, depth: int) -> tuple[Projector, int]:
         if target >= self.checkpoint_every - 1:
@@ -75,7 +75,8 @@ class History:
             if found is not None:
                 return Projector.restore(found[1]), found[0]
         start = await self.starting_point(run, depth)
-        return Projector(start.messages, start.state), -1
+        # The starting point was decoded for this call alone: the projector may own it.
+        return Projector(start.messages, start.state, copy=False), -1
 
     async def _fold(self, run: Run, projector: Projector, done: int, target: int) -> None:
         every = self.checkpoint_every

@@ -76,11 +76,23 @@ class Projector:
     """
 
     def __init__(
-        self, messages: Sequence[Mapping[str, Any]] | None = None, state: Any = None
+        self,
+        messages: Sequence[Mapping[str, Any]] | None = None,
+        state: Any = None,
+        *,
+        copy: bool = True,
     ) -> None:
-        copied = orjson.loads(orjson.dumps([dict(m) for m in messages or ()]))
-        self._messages: list[Message] = copied
-        self._state: Any = {} if state is None else orjson.loads(orjson.dumps(state))
+        """Start from ``messages`` and ``state``: copied, or (``copy=False``) taken over by a
+        caller that just decoded them and keeps no reference (it saves a pass over what can
+        be a long conversation)."""
+        if copy:
+            self._messages: list[Message] = orjson.loads(
+                orjson.dumps([dict(m) for m in messages or ()])
+            )
+            self._state: Any = {} if state is None else orjson.loads(orjson.dumps(state))
+        else:
+            self._messages = [m if type(m) is dict else dict(m) for m in messages or ()]
+            self._state = {} if state is None else state
         # The reference's reducer can hold an undefined state (a root move from a missing
         # path) while the agent keeps showing the last defined one, which is `_state`.
         self._state_undefined = False
@@ -141,6 +153,11 @@ class Projector:
     def result(self) -> Projection:
         copied = orjson.loads(orjson.dumps([self._messages, self._state, self._interrupts]))
         return Projection(copied[0], copied[1], copied[2], tuple(self._problems))
+
+    def take(self) -> Projection:
+        """The result without a copy, for a caller done with this projector: feeding it
+        afterwards would change the returned projection."""
+        return Projection(self._messages, self._state, self._interrupts, tuple(self._problems))
 
     def checkpoint(self) -> bytes:
         return orjson.dumps(

@@ -37,7 +37,7 @@ async def serve(settings: Settings) -> None:
         agents = (agents + ", " if agents != "none" else "") + "demo (built in)"
     print(
         f"recorder listening on http://{settings.host}:{settings.port} "
-        f"(database {settings.db}; agents: {agents}; API docs at /docs)",
+        f"(database {settings.db}; agents: {agents}; web timeline at /, API docs at /docs)",
         flush=True,
     )
     await server.serve()

@@ -9,7 +9,7 @@ from typing import Any
 from fastapi import FastAPI
 
 from recorder import __version__
-from recorder.api import agents, runs, threads
+from recorder.api import agents, runs, threads, web
 from recorder.api.deps import install_error_handlers
 from recorder.config import Settings
 from recorder.runtime import Runtime
@@ -41,6 +41,7 @@ def create_app(settings: Settings | None = None, *, store: EventStore | None = N
     app.include_router(agents.router)
     app.include_router(threads.router)
     app.include_router(runs.router)
+    app.include_router(web.router)
 
     @app.get("/healthz", tags=["health"])
     async def healthz() -> dict[str, Any]:

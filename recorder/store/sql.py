@@ -153,7 +153,7 @@ class SqlStore:
         outcome: str | None = None,
         error: str | None = None,
         violations: list[dict[str, object]] | None = None,
-    ) -> Run:
+    ) -> None:
         if status not in STATUSES:
             raise InputError(f"unknown run status {status!r}")
         values: dict[str, Any] = {"status": status}
@@ -178,17 +178,20 @@ class SqlStore:
         except Exception as exc:
             raise self._translated(exc) from exc
         await self._changed_locally()
-        return await self.get_run(run_id)
 
     async def heartbeat(self, run_ids: Sequence[str], owner: str) -> None:
-        if not run_ids:
-            return
-        async with self._dialect.write_transaction(self._engine) as conn:
-            await conn.execute(
-                update(schema.runs)
-                .where(schema.runs.c.run_id.in_(list(run_ids)))
-                .values(heartbeat_at=time.time(), owner=owner)
-            )
+        # One row per transaction: a group commit locks several run rows in its own order,
+        # and a multi-row heartbeat locking them in another order could deadlock with it.
+        # Runs that appended recently were refreshed by the append itself.
+        fresh = time.time() - 1.0
+        runs = schema.runs
+        for run_id in run_ids:
+            async with self._dialect.write_transaction(self._engine) as conn:
+                await conn.execute(
+                    update(runs)
+                    .where(and_(runs.c.run_id == run_id, runs.c.heartbeat_at < fresh))
+                    .values(heartbeat_at=time.time(), owner=owner)
+                )
 
     async def mark_incomplete(
         self,
