@@ -34,7 +34,9 @@ async def run_demo(settings: Settings, *, keep_serving: bool = False) -> int:
             print(await _report(client, thread))
         if keep_serving:
             print(
-                f"\nrecorder serving at {base}  (API docs {base}/docs; Ctrl-C to stop)", flush=True
+                f"\nweb timeline at {base}/#/threads/{thread}"
+                f"  (API docs {base}/docs; Ctrl-C to stop)",
+                flush=True,
             )
             await task
     finally:
