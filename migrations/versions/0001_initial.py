@@ -82,7 +82,6 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("position", name=op.f("pk_events")),
         sa.UniqueConstraint("run_id", "seq", name="uq_events_run_seq"),
     )
-    op.create_index("ix_events_thread_position", "events", ["thread_id", "position"])
     op.create_table(
         "checkpoints",
         sa.Column("run_id", sa.String(), nullable=False),
@@ -99,7 +98,6 @@ def upgrade() -> None:
 def downgrade() -> None:
     _drop_triggers()
     op.drop_table("checkpoints")
-    op.drop_index("ix_events_thread_position", table_name="events")
     op.drop_table("events")
     op.drop_table("run_inputs")
     op.drop_index("ix_runs_parent", table_name="runs")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 RUNNING = "running"
 FINISHED = "finished"
@@ -20,9 +20,12 @@ IMPORT = "import"
 ORIGINS = (UPSTREAM, RECORDER, IMPORT)
 
 
-@dataclass(frozen=True, slots=True)
-class NewEvent:
-    """A frame to append: the payload exactly as received."""
+class NewEvent(NamedTuple):
+    """A frame to append: the payload exactly as received.
+
+    A named tuple: the proxy makes one per streamed event, and a frozen dataclass's
+    ``__init__`` costs several times a tuple's.
+    """
 
     payload: bytes
     type: str | None

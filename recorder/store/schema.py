@@ -96,7 +96,6 @@ events = Table(
     Column("recorded_at", Float, nullable=False),
     Column("origin", String, nullable=False),
     UniqueConstraint("run_id", "seq", name="uq_events_run_seq"),
-    Index("ix_events_thread_position", "thread_id", "position"),
 )
 
 # Derived data: rebuildable from the log at any time, never the source of truth.
