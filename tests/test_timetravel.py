@@ -355,6 +355,15 @@ async def test_history_queries_and_errors(recorded: Any) -> None:
     ):
         response = await client.get(rec + path)
         assert response.status_code == 404 and "nope" in response.json()["detail"], path
+    empty = await client.post(
+        f"{rec}/agents/demo/connect", json={"threadId": "never", "runId": "x"}
+    )
+    assert (empty.status_code, empty.content) == (200, b"")
+    bad = await client.post(f"{rec}/agents/demo/connect", content=b"[]")
+    assert bad.status_code == 422 and "threadId" in bad.json()["detail"]
+    assert (
+        await client.post(f"{rec}/agents/nope/connect", json={"threadId": "t8"})
+    ).status_code == 404
     for path, params in (
         ("/threads", {"status": "weird"}),
         ("/threads", {"since": "yesterday"}),

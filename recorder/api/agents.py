@@ -76,15 +76,11 @@ async def connect(
     try:
         await runtime.store.get_thread(thread_id)
     except ThreadNotFound:
-        return StreamingResponse(_empty(), media_type="text/event-stream", headers=SSE_HEADERS)
+        # No history yet: an empty stream, which a client folds into nothing.
+        return Response(b"", media_type="text/event-stream", headers=SSE_HEADERS)
     stream = ThreadStream(runtime.store, runtime.history)
     return StreamingResponse(
         stream.frames(thread_id, compact=compact),
         media_type="text/event-stream",
         headers=SSE_HEADERS,
     )
-
-
-async def _empty() -> Any:
-    if False:  # pragma: no cover - an empty async generator
-        yield b""
