@@ -63,3 +63,21 @@ def test_alembic_command_line(tmp_path: Path) -> None:
             timeout=120,
         )
         assert done.returncode == 0, done.stderr
+
+
+async def test_concurrent_starts_migrate_once(pg_url: str) -> None:
+    import asyncio
+
+    from recorder.store import open_store
+
+    # Without the migration lock these deadlock on each other's DDL (or collide).
+    starts = asyncio.gather(*(open_store(pg_url, migrate=True) for _ in range(4)))
+    stores = await asyncio.wait_for(starts, 60)
+    try:
+        from recorder.store import NewRun
+
+        await stores[0].create_run(NewRun("r", "t"))
+        assert (await stores[3].get_run("r")).thread_id == "t"
+    finally:
+        for s in stores:
+            await s.close()

@@ -27,8 +27,16 @@ def alembic_config(connection: Connection | None = None) -> Config:
     return config
 
 
+# Any fixed number: the key of the advisory lock that migrating recorders take.
+_MIGRATION_LOCK = 0x5245_434F_5244
+
+
 async def upgrade(engine: AsyncEngine, revision: str = "head") -> None:
     async with engine.begin() as conn:
+        if conn.dialect.name == "postgresql":
+            # Several recorders starting at once on one database would otherwise race to
+            # create the same tables; the lock is held until this transaction commits.
+            await conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({_MIGRATION_LOCK})")
         await conn.run_sync(lambda sync: command.upgrade(alembic_config(sync), revision))
 
 
