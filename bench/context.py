@@ -33,6 +33,7 @@ class Plan:
     peer_turns: int
     peer_rounds: int
     peer_reads: int
+    concurrent_streams: int
 
     @classmethod
     def full(cls) -> Plan:
@@ -51,6 +52,7 @@ class Plan:
             peer_turns=1000,
             peer_rounds=3,
             peer_reads=50,
+            concurrent_streams=50,
         )
 
     @classmethod
@@ -70,6 +72,7 @@ class Plan:
             peer_turns=60,
             peer_rounds=1,
             peer_reads=10,
+            concurrent_streams=5,
         )
 
 

@@ -6,9 +6,11 @@ one request down every path, in turn, so drift hits all of them alike.
 
 from __future__ import annotations
 
+import asyncio
+
 from bench.client import StreamError, new_client, read_stream, run_input, settled
 from bench.context import Context
-from bench.report import Row, at_least
+from bench.report import Row, at_least, at_most
 
 PATHS = ("direct", "bare", "commit", "buffered")
 
@@ -37,11 +39,47 @@ async def run(ctx: Context) -> list[Row]:
 
         for path in PATHS:  # warm-up: connections, imports, the first run of each server
             await measure(path)
+        warm = ctx.pool.rss_mb("commit")
+        after: list[float] = []
         for _ in range(ctx.plan.rounds):
             for path in PATHS:
                 rates[path].append(await measure(path))
+            after.append(ctx.pool.rss_mb("commit"))
+        # 50 streams at once through the same recorder, twice: the first batch sets the
+        # high-water mark (the allocator keeps it), the second must not grow past it.
+        streams = ctx.plan.concurrent_streams
+        await asyncio.gather(*(measure("commit") for _ in range(streams)))
+        first_batch = ctx.pool.rss_mb("commit")
+        await asyncio.gather(*(measure("commit") for _ in range(streams)))
+        second_batch = ctx.pool.rss_mb("commit")
     workload = f"{expected:,} mixed events per request, one per chunk"
-    return [
+    memory = [
+        Row(
+            "proxy",
+            "memory: recorder RSS after every round vs after warm-up",
+            "MB",
+            after,
+            [warm] * len(after),
+            "flat (<= 1.1x)",
+            at_most(1.1),
+            note=f"{workload}; one run per round, resident memory of the recorder process",
+        ),
+        Row(
+            "proxy",
+            f"memory: RSS after a 2nd batch of {streams} concurrent streams vs the 1st",
+            "MB",
+            [second_batch],
+            [first_batch],
+            "flat (<= 1.1x)",
+            at_most(1.1),
+            note=(
+                f"{streams} requests of {expected:,} events at once, twice; after warm-up "
+                f"{warm:.0f} MB (per stream the recorder holds at most {2000:,} read-ahead "
+                "frames and 4 recorded batches)"
+            ),
+        ),
+    ]
+    throughput = [
         Row(
             "proxy",
             "recorder (commit) vs bare pass-through",
@@ -87,3 +125,4 @@ async def run(ctx: Context) -> list[Row]:
             rates["direct"],
         ),
     ]
+    return [*throughput, *memory]

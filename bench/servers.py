@@ -69,6 +69,14 @@ class ServerPool:
         server = self.servers.get(name)
         return None if server is None else server.url
 
+    def rss_mb(self, name: str) -> float:
+        """The server process's resident memory now, in MB (Linux /proc)."""
+        pid = self.servers[name].process.pid
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+        return 0.0
+
     async def stop(self, name: str) -> None:
         server = self.servers.pop(name, None)
         if server is not None:

@@ -34,7 +34,8 @@ from recorder.store.model import RECORDER
 
 _HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "te", "upgrade", "host"}
 _SUMMARY_LIMIT = 20_000
-_YIELD_AFTER = 2000  # frames read ahead before the reader lets a commit start
+_READ_AHEAD = 2000  # frames the reader may hold before it waits for them to be taken
+_OUT_BATCHES = 4  # recorded batches waiting for a slow client before recording waits
 
 
 class AgentNotFound(NotFound):
@@ -231,10 +232,11 @@ class RunRecording:
         self.response = response
         self.segment = _Segment(run.run_id, run.thread_id)
         self.segments = [self.segment]
-        self._out: asyncio.Queue[bytes | None] = asyncio.Queue(maxsize=256)
+        self._out: asyncio.Queue[bytes | None] = asyncio.Queue(maxsize=_OUT_BATCHES)
         self._client_gone = False
         self._pending: list[Frame] = []
         self._arrived = asyncio.Event()
+        self._taken = asyncio.Event()
         self._store_failed: str | None = None
         self._summary = summary
         self._summary_size = sum(map(len, summary))
@@ -290,11 +292,12 @@ class RunRecording:
             if frames:
                 self._pending.extend(frames)
                 self._arrived.set()
-                if len(self._pending) >= _YIELD_AFTER:
-                    # A fast upstream's bytes are already buffered, so reading never
-                    # suspends: without this the whole run would be read before its first
-                    # commit, and the client would wait for all of it.
-                    await asyncio.sleep(0)
+                if len(self._pending) >= _READ_AHEAD:
+                    # Backpressure: memory stays bounded whatever the run's length or the
+                    # client's pace, and a fast upstream is committed and forwarded while
+                    # it streams instead of being read whole first.
+                    self._taken.clear()
+                    await self._taken.wait()
         self._pending.extend(splitter.close())
 
     async def _record_until(self, reader: asyncio.Task[None]) -> None:
@@ -303,6 +306,7 @@ class RunRecording:
         while True:
             if self._pending:
                 batch, self._pending = self._pending, []
+                self._taken.set()
                 if not await self._record(batch):
                     return
             elif reader.done():
