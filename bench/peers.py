@@ -38,45 +38,12 @@ import orjson
 
 from bench.context import Context, store_url
 from bench.report import Row, at_least, at_most
+from bench.workload import WORDS
 from recorder.history import History
 from recorder.store import EventStore, NewEvent, NewRun, open_store
 
 INSTALL = "pip install -r bench/requirements.txt"
 MAX_TODOS = 30
-WORDS = (
-    "agent",
-    "token",
-    "stream",
-    "state",
-    "delta",
-    "message",
-    "tool",
-    "call",
-    "result",
-    "snapshot",
-    "protocol",
-    "recorder",
-    "replay",
-    "fork",
-    "branch",
-    "thread",
-    "run",
-    "event",
-    "frame",
-    "commit",
-    "durable",
-    "append",
-    "log",
-    "query",
-    "history",
-    "Paris",
-    "weather",
-    "clear",
-    "sunny",
-    "rain",
-    "cloud",
-    "wind",
-)
 
 
 @dataclass(slots=True)

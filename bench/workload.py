@@ -30,7 +30,7 @@ def mixed_events(
             orjson.dumps({"type": "TEXT_MESSAGE_START", "messageId": mid, "role": "assistant"})
         )
         for _ in range(rng.randint(10, 40)):
-            words = " ".join(rng.choice(_WORDS) for _ in range(rng.randint(3, 12)))
+            words = " ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 12)))
             out.append(
                 orjson.dumps({"type": "TEXT_MESSAGE_CONTENT", "messageId": mid, "delta": words})
             )
@@ -49,8 +49,8 @@ def mixed_events(
             )
             for part in (
                 '{"query":',
-                f'"{rng.choice(_WORDS)}',
-                f' {rng.choice(_WORDS)}"',
+                f'"{rng.choice(WORDS)}',
+                f' {rng.choice(WORDS)}"',
                 ',"limit":5}',
             ):
                 out.append(
@@ -58,7 +58,7 @@ def mixed_events(
                 )
             out.append(orjson.dumps({"type": "TOOL_CALL_END", "toolCallId": call}))
             content = orjson.dumps(
-                [{"title": rng.choice(_WORDS) * 3, "score": rng.random()} for _ in range(3)]
+                [{"title": rng.choice(WORDS) * 3, "score": rng.random()} for _ in range(3)]
             ).decode()
             out.append(
                 orjson.dumps(
@@ -73,7 +73,7 @@ def mixed_events(
         if block // 100 != len(out) // 100:
             state = {
                 "items": [
-                    {"id": i, "text": " ".join(rng.choice(_WORDS) for _ in range(8))}
+                    {"id": i, "text": " ".join(rng.choice(WORDS) for _ in range(8))}
                     for i in range(rng.randint(25, 120))
                 ],
                 "counter": msg,
@@ -93,7 +93,7 @@ def mixed_events(
                                 {
                                     "op": "add",
                                     "path": "/items/-",
-                                    "value": {"id": -1, "text": rng.choice(_WORDS)},
+                                    "value": {"id": -1, "text": rng.choice(WORDS)},
                                 },
                             ],
                         }
@@ -117,7 +117,7 @@ def _close_open(frames: list[bytes]) -> list[bytes]:
     return frames
 
 
-_WORDS = [
+WORDS = (
     "agent",
     "token",
     "stream",
@@ -150,7 +150,7 @@ _WORDS = [
     "rain",
     "cloud",
     "wind",
-]
+)
 
 
 def sse_body(frames: list[bytes]) -> list[bytes]:
