@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, cast
 
 import asyncpg
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
 from recorder.errors import StoreError, StoreUnavailable
+from recorder.events import RecordedEvent
 from recorder.store.errors import translate_common
 from recorder.store.sql import EventRow
 
@@ -68,7 +69,7 @@ class PostgresDialect:
 
     async def fetch_events(
         self, conn: AsyncConnection, run_id: str, gt: int, lte: int | None, limit: int | None
-    ) -> Sequence[Sequence[Any]]:
+    ) -> list[RecordedEvent]:
         sql = _SELECT
         params: list[Any] = [run_id, gt]
         if lte is not None:
@@ -79,8 +80,11 @@ class PostgresDialect:
             params.append(limit)
             sql += f" LIMIT ${len(params)}"
         driver = await _driver(conn)
-        rows: list[Any] = await driver.fetch(sql, *params)
-        return rows
+        rows: list[Any] = await driver.fetch(sql, *params, record_class=_EventRecord)
+        # The records quack like RecordedEvent (fields by name and by index, iteration):
+        # building them in asyncpg's C code rather than copying each into a tuple halves
+        # the cost of reading a long run.
+        return cast(list[RecordedEvent], rows)
 
     async def notify(self, conn: AsyncConnection) -> None:
         # Delivered by PostgreSQL at commit, to every recorder process listening.
@@ -98,6 +102,19 @@ class PostgresDialect:
             with contextlib.suppress(Exception):
                 await self._listener.close()
             self._listener = None
+
+
+class _EventRecord(asyncpg.Record):
+    """A row of ``_SELECT`` with RecordedEvent's field names."""
+
+    position = property(lambda self: self[0])
+    thread_id = property(lambda self: self[1])
+    run_id = property(lambda self: self[2])
+    seq = property(lambda self: self[3])
+    type = property(lambda self: self[4])
+    payload = property(lambda self: self[5])
+    recorded_at = property(lambda self: self[6])
+    origin = property(lambda self: self[7])
 
 
 async def _driver(conn: AsyncConnection) -> Any:

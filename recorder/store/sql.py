@@ -61,7 +61,7 @@ class Dialect(Protocol):
     async def insert_events(self, conn: AsyncConnection, rows: list[EventRow]) -> None: ...
     async def fetch_events(
         self, conn: AsyncConnection, run_id: str, gt: int, lte: int | None, limit: int | None
-    ) -> Sequence[Sequence[Any]]: ...
+    ) -> list[RecordedEvent]: ...
     async def notify(self, conn: AsyncConnection) -> None: ...
     async def listen(self, engine: AsyncEngine, wake: asyncio.Event) -> None: ...
     async def stop(self) -> None: ...
@@ -255,9 +255,7 @@ class SqlStore:
         self, run_id: str, *, gt: int = -1, lte: int | None = None, limit: int | None = None
     ) -> list[RecordedEvent]:
         async with self._engine.connect() as conn:
-            rows = await self._dialect.fetch_events(conn, run_id, gt, lte, limit)
-        make = RecordedEvent._make
-        return [make(row) for row in rows]
+            return await self._dialect.fetch_events(conn, run_id, gt, lte, limit)
 
     async def read_after(
         self, position: int, *, limit: int | None = None, thread_id: str | None = None

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -13,6 +13,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
 from recorder.errors import StoreError, StoreUnavailable
+from recorder.events import RecordedEvent
 from recorder.store.errors import translate_common
 from recorder.store.sql import EventRow
 
@@ -68,7 +69,7 @@ class SQLiteDialect:
 
     async def fetch_events(
         self, conn: AsyncConnection, run_id: str, gt: int, lte: int | None, limit: int | None
-    ) -> Sequence[Sequence[Any]]:
+    ) -> list[RecordedEvent]:
         sql = _SELECT
         params: list[Any] = [run_id, gt]
         if lte is not None:
@@ -80,7 +81,8 @@ class SQLiteDialect:
             params.append(limit)
         driver = await _driver(conn)
         async with driver.execute(sql, params) as cursor:
-            return list(await cursor.fetchall())
+            make = RecordedEvent._make
+            return [make(row) for row in await cursor.fetchall()]
 
     async def notify(self, conn: AsyncConnection) -> None:
         """Nothing to send: other processes on the file notice by polling."""
