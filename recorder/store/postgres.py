@@ -67,6 +67,11 @@ class PostgresDialect:
         driver = await _driver(conn)
         await driver.copy_records_to_table("events", records=rows, columns=_COLUMNS)
 
+    async def fetch(self, conn: AsyncConnection, sql: str, *params: Any) -> list[Any]:
+        driver = await _driver(conn)
+        rows: list[Any] = await driver.fetch(_numbered(sql), *params)
+        return rows
+
     async def fetch_events(
         self, conn: AsyncConnection, run_id: str, gt: int, lte: int | None, limit: int | None
     ) -> list[RecordedEvent]:
@@ -102,6 +107,12 @@ class PostgresDialect:
             with contextlib.suppress(Exception):
                 await self._listener.close()
             self._listener = None
+
+
+def _numbered(sql: str) -> str:
+    """``?`` placeholders as asyncpg's ``$1, $2, ...`` (our statements have no literal ``?``)."""
+    parts = sql.split("?")
+    return "".join(p + (f"${i}" if i < len(parts) else "") for i, p in enumerate(parts, 1))
 
 
 class _EventRecord(asyncpg.Record):

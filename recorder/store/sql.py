@@ -59,6 +59,11 @@ class Dialect(Protocol):
         self, engine: AsyncEngine, *, append: bool = False
     ) -> AbstractAsyncContextManager[AsyncConnection]: ...
     async def insert_events(self, conn: AsyncConnection, rows: list[EventRow]) -> None: ...
+    async def fetch(self, conn: AsyncConnection, sql: str, *params: Any) -> list[Any]:
+        """Rows of ``sql`` (``?`` placeholders) straight from the driver: for the append
+        path, where SQLAlchemy's per-statement overhead is most of the cost."""
+        ...
+
     async def fetch_events(
         self, conn: AsyncConnection, run_id: str, gt: int, lte: int | None, limit: int | None
     ) -> list[RecordedEvent]: ...
@@ -395,7 +400,8 @@ class SqlStore:
     ) -> list[list[Appended]]:
         # The append transaction holds the database's append lock (see the dialects), so
         # positions handed out here are contiguous and increase in commit order.
-        position = int(await conn.scalar(select(func.max(schema.events.c.position))) or 0)
+        (max_position,) = (await self._dialect.fetch(conn, _MAX_POSITION))[0]
+        position = int(max_position or 0)
         now = time.time()
         rows: list[EventRow] = []
         results: list[list[Appended]] = []
@@ -427,15 +433,8 @@ class SqlStore:
     async def _claim_seqs(
         self, conn: AsyncConnection, run_id: str, count: int, now: float
     ) -> tuple[str, int]:
-        runs = schema.runs
-        row = (
-            await conn.execute(
-                update(runs)
-                .where(runs.c.run_id == run_id)
-                .values(event_count=runs.c.event_count + count, heartbeat_at=now)
-                .returning(runs.c.thread_id, runs.c.event_count, runs.c.status)
-            )
-        ).first()
+        found = await self._dialect.fetch(conn, _CLAIM, count, now, run_id)
+        row = found[0] if found else None
         if row is None:
             raise RunNotFound(run_id)
         if row[2] != RUNNING:
@@ -451,6 +450,13 @@ class SqlStore:
         if isinstance(err, Conflict) and run_id is not None:
             err = Conflict(f"run {run_id!r} already exists")
         return err
+
+
+_MAX_POSITION = "SELECT max(position) FROM events"
+_CLAIM = (
+    "UPDATE runs SET event_count = event_count + ?, heartbeat_at = ? WHERE run_id = ? "
+    "RETURNING thread_id, event_count, status"
+)
 
 
 def _run_values(run: NewRun, now: float) -> dict[str, Any]:

@@ -67,6 +67,10 @@ class SQLiteDialect:
         driver = await _driver(conn)
         await driver.executemany(_INSERT, rows)
 
+    async def fetch(self, conn: AsyncConnection, sql: str, *params: Any) -> list[Any]:
+        driver = await _driver(conn)
+        return list(await driver.execute_fetchall(sql, params))
+
     async def fetch_events(
         self, conn: AsyncConnection, run_id: str, gt: int, lte: int | None, limit: int | None
     ) -> list[RecordedEvent]:
