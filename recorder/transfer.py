@@ -42,7 +42,7 @@ async def export_lines(store: EventStore, thread_ids: Sequence[str]) -> AsyncIte
     if not thread_ids:
         thread_ids = await _all_threads(store)
     for thread_id in thread_ids:
-        for run in await store.list_runs(thread_id):
+        for run in await store.list_runs(thread_id, inputs=True):
             yield orjson.dumps(_run_line(run)) + b"\n"
             done = -1
             while True:

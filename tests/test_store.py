@@ -35,6 +35,8 @@ async def test_create_and_get_run(store: EventStore) -> None:
     assert run.input == posted
     again = await store.get_run("r1")
     assert again == run
+    (listed,) = await store.list_runs("t1", inputs=True)
+    assert listed.input == posted
     thread = await store.get_thread("t1")
     assert (thread.run_count, thread.latest_run_id, thread.agent) == (1, "r1", "echo")
 
@@ -142,6 +144,7 @@ async def test_lineage_follows_parents(store: EventStore) -> None:
     await store.create_run(NewRun("x", "t9", parent_run_id="elsewhere"))
     assert [r.run_id for r in await store.lineage("x")] == ["x"]
     assert [r.run_id for r in await store.list_runs("t1")] == ["r1", "r2", "r3"]
+    assert all(r.input is None for r in await store.list_runs("t1"))
 
 
 async def test_list_threads_filters_and_pages(store: EventStore) -> None:

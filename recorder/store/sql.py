@@ -18,7 +18,7 @@ from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol
 
 import orjson
-from sqlalchemy import and_, func, or_, select, text, update
+from sqlalchemy import and_, func, null, or_, select, text, update
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
@@ -281,13 +281,14 @@ class SqlStore:
             value = await conn.scalar(select(func.max(schema.events.c.position)))
         return int(value or 0)
 
-    async def list_runs(self, thread_id: str) -> list[Run]:
+    async def list_runs(self, thread_id: str, *, inputs: bool = False) -> list[Run]:
         runs = schema.runs
+        query = _run_query(with_input=inputs)
         async with self._engine.connect() as conn:
             rows = await conn.execute(
-                _run_query()
-                .where(runs.c.thread_id == thread_id)
-                .order_by(runs.c.created_at, runs.c.run_id)
+                query.where(runs.c.thread_id == thread_id).order_by(
+                    runs.c.created_at, runs.c.run_id
+                )
             )
             return [_run(row) for row in rows]
 
@@ -489,8 +490,10 @@ def _event_columns() -> list[Any]:
     ]
 
 
-def _run_query() -> Any:
+def _run_query(*, with_input: bool = True) -> Any:
     runs, inputs = schema.runs, schema.run_inputs
+    if not with_input:
+        return select(runs, null().label("input"))
     return select(runs, inputs.c.input).select_from(
         runs.outerjoin(inputs, inputs.c.run_id == runs.c.run_id)
     )
