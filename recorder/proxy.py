@@ -430,9 +430,13 @@ class RunRecording:
             )
 
     async def _close_with(self, message: str, code: str) -> None:
-        """End the current run with a RUN_ERROR of our own, recorded and forwarded."""
+        """End the current run with a RUN_ERROR of our own, recorded and forwarded.
+
+        A run that already ended is left as it ended: a connection that breaks, stalls or is
+        dropped by the client after RUN_FINISHED takes nothing from the run.
+        """
         segment = self.segment
-        if segment.terminal is not None and code == "upstream_dropped":
+        if segment.terminal is not None:
             return
         data = recorder_error(message, code)
         event = NewEvent(data, "RUN_ERROR", RECORDER)
