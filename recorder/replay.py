@@ -19,12 +19,12 @@ from typing import Any
 
 import orjson
 
+from recorder.check import StreamCheck
 from recorder.events import RecordedEvent, decode
 from recorder.history import History
 from recorder.sse import encode_frame
 from recorder.store import EventStore, Run
 from recorder.store.model import RUNNING
-from recorder.verify import Verifier
 
 _PAGE = 1000
 # Only the reference client's own metadata key: make the snapshot authoritative for every
@@ -41,11 +41,16 @@ async def stream_run(
 
 
 async def _pages(
-    store: EventStore, run_id: str, after_seq: int, live: bool, poll: float
+    store: EventStore,
+    run_id: str,
+    after_seq: int,
+    live: bool,
+    poll: float,
+    upto: int | None = None,
 ) -> AsyncIterator[list[RecordedEvent]]:
     done = after_seq
     while True:
-        page = await store.read_events(run_id, gt=done, limit=_PAGE)
+        page = await store.read_events(run_id, gt=done, lte=upto, limit=_PAGE)
         if page:
             done = page[-1].seq
             yield page
@@ -69,7 +74,9 @@ class ThreadStream:
         self.store = store
         self.history = history
         self.live = live
-        self.verifier = Verifier()
+        # The reference client's own checks in its order (compatibility, enforcement,
+        # chunks, lifecycle): a frame it would reject is left out of the stream.
+        self.check = StreamCheck()
 
     async def frames(self, thread_id: str, *, compact: bool = False) -> AsyncIterator[bytes]:
         thread = await self.store.get_thread(thread_id)
@@ -112,11 +119,9 @@ class ThreadStream:
         opened = False
         terminal = False
         live = self.live and last
-        async for page in _pages(self.store, run.run_id, -1, live, 0.5):
+        async for page in _pages(self.store, run.run_id, -1, live, 0.5, upto=cut):
             out: list[bytes] = []
             for event in page:
-                if cut is not None and event.seq > cut:
-                    break
                 obj = decode(event.payload)
                 if obj is None:
                     continue
@@ -127,7 +132,7 @@ class ThreadStream:
                     opened = True
                 if kind == "RUN_STARTED" and opened and not terminal:
                     continue  # a second start inside one recorded run: not replayable as such
-                if self.verifier.feed(obj) is not None:
+                if self.check.feed(obj) is not None:
                     continue
                 out.append(encode_frame(event.payload, f"{run.run_id}:{event.seq}"))
                 if kind == "RUN_STARTED":
@@ -163,7 +168,7 @@ class ThreadStream:
         return b"".join(self._emit(f) for f in frames)
 
     def _emit(self, frame: dict[str, Any]) -> bytes:
-        self.verifier.feed(frame)
+        self.check.feed(frame)
         return encode_frame(orjson.dumps(frame))
 
 
