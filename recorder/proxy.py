@@ -20,7 +20,7 @@ from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx
+import aiohttp
 import orjson
 
 from recorder.check import StreamCheck
@@ -103,7 +103,7 @@ class Stream:
 
 class Proxy:
     def __init__(
-        self, store: EventStore, settings: Settings, client: httpx.AsyncClient, owner: str
+        self, store: EventStore, settings: Settings, client: aiohttp.ClientSession, owner: str
     ) -> None:
         self.store = store
         self.settings = settings
@@ -171,22 +171,21 @@ class Proxy:
     async def _open(
         self, url: str, run: NewRun, posted: dict[str, Any], headers: Mapping[str, str]
     ) -> Relay | Stream:
-        request = self.client.build_request(
-            "POST", url, content=run.input, headers=forwarded_headers(headers, self.settings)
-        )
         try:
-            response = await self.client.send(request, stream=True)
-        except httpx.HTTPError as exc:
+            response = await self.client.post(
+                url, data=run.input, headers=forwarded_headers(headers, self.settings)
+            )
+        except (aiohttp.ClientError, TimeoutError) as exc:
             message = f"upstream agent unreachable: {type(exc).__name__}: {exc}".rstrip(": ")
             await self._fail_early(run, message, "upstream_unreachable")
             return Stream(run.run_id, _once(recorder_error(message, "upstream_unreachable"), 0))
         content_type = response.headers.get("content-type", "")
-        if response.status_code >= 300 or not content_type.startswith("text/event-stream"):
+        if response.status >= 300 or not content_type.startswith("text/event-stream"):
             payload = await _read_capped(response, 1 << 20)
-            if response.status_code >= 300:
-                error = f"upstream answered HTTP {response.status_code}: {payload[:500]!r}"
+            if response.status >= 300:
+                error = f"upstream answered HTTP {response.status}: {payload[:500]!r}"
                 await self._fail_early(run, error, "upstream_http_error")
-                return Relay(response.status_code, payload, content_type or "text/plain")
+                return Relay(response.status, payload, content_type or "text/plain")
             error = f"upstream answered content type {content_type!r}, not text/event-stream"
             await self._fail_early(run, error, "upstream_bad_content_type")
             return Relay(502, orjson.dumps({"detail": error}), "application/json")
@@ -225,7 +224,7 @@ class _Segment:
 
 class RunRecording:
     def __init__(
-        self, proxy: Proxy, run: NewRun, response: httpx.Response, summary: list[str]
+        self, proxy: Proxy, run: NewRun, response: aiohttp.ClientResponse, summary: list[str]
     ) -> None:
         self.proxy = proxy
         self.settings = proxy.settings
@@ -279,7 +278,7 @@ class RunRecording:
             reader.cancel()
             with contextlib.suppress(BaseException):
                 await reader
-            await self.response.aclose()
+            self.response.close()
             with contextlib.suppress(Exception):
                 await self._finish()
             await self._emit(None)
@@ -287,7 +286,7 @@ class RunRecording:
 
     async def _read(self) -> None:
         splitter = FrameSplitter(self.settings.max_frame_bytes)
-        async for chunk in self.response.aiter_bytes():
+        async for chunk in self.response.content.iter_any():
             frames = splitter.feed(chunk)
             if frames:
                 self._pending.extend(frames)
@@ -420,7 +419,7 @@ class RunRecording:
     async def _upstream_failed(self, exc: BaseException | None) -> None:
         if isinstance(exc, FrameTooLarge):
             await self._close_with(str(exc), "frame_too_large")
-        elif isinstance(exc, httpx.TimeoutException):
+        elif isinstance(exc, TimeoutError):
             await self._close_with(
                 f"the upstream sent nothing for {self.settings.idle_timeout:g} s", "upstream_idle"
             )
@@ -496,15 +495,17 @@ def _message_texts(posted: dict[str, Any]) -> list[str]:
     return texts
 
 
-async def _read_capped(response: httpx.Response, limit: int) -> bytes:
+async def _read_capped(response: aiohttp.ClientResponse, limit: int) -> bytes:
     data = b""
     try:
-        async for chunk in response.aiter_bytes():
+        async for chunk in response.content.iter_any():
             data += chunk
             if len(data) >= limit:
                 break
+    except (aiohttp.ClientError, TimeoutError):
+        pass  # what arrived before the break is what there is to relay
     finally:
-        await response.aclose()
+        response.close()
     return data[:limit]
 
 

@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import time
 
-import httpx
+import aiohttp
 
 from recorder.config import Settings
 from recorder.history import History
@@ -15,7 +15,9 @@ from recorder.store import EventStore, open_store
 
 
 class Runtime:
-    def __init__(self, settings: Settings, store: EventStore, client: httpx.AsyncClient) -> None:
+    def __init__(
+        self, settings: Settings, store: EventStore, client: aiohttp.ClientSession
+    ) -> None:
         self.settings = settings
         self.store = store
         self.client = client
@@ -30,9 +32,7 @@ class Runtime:
         owns = store is None
         if store is None:
             store = await open_store(settings.db, migrate=True)
-        timeout = httpx.Timeout(settings.idle_timeout, connect=settings.connect_timeout)
-        limits = httpx.Limits(max_connections=None, max_keepalive_connections=64)
-        client = httpx.AsyncClient(timeout=timeout, limits=limits, trust_env=False)
+        client = upstream_client(settings)
         runtime = cls(settings, store, client)
         runtime._owns_store = owns
         await runtime.reap()
@@ -55,7 +55,7 @@ class Runtime:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         await self.proxy.close()
-        await self.client.aclose()
+        await self.client.close()
         if self._owns_store:
             await self.store.close()
 
@@ -65,3 +65,21 @@ class Runtime:
             with contextlib.suppress(Exception):
                 await self.store.heartbeat(list(self.proxy.active), self.owner)
                 await self.reap()
+
+
+def upstream_client(settings: Settings) -> aiohttp.ClientSession:
+    """The HTTP client for agents: no overall deadline (a run may stream for hours), an idle
+    timeout per read, no cookie jar (cookies pass through as headers, never kept), and no
+    environment proxies. aiohttp's C parser costs a fraction of a pure-Python client per
+    chunk and per request, which is most of a recording proxy's own time."""
+    timeout = aiohttp.ClientTimeout(
+        total=None, connect=settings.connect_timeout, sock_read=settings.idle_timeout
+    )
+    connector = aiohttp.TCPConnector(limit=0, keepalive_timeout=30.0)
+    return aiohttp.ClientSession(
+        connector=connector,
+        timeout=timeout,
+        cookie_jar=aiohttp.DummyCookieJar(),
+        trust_env=False,
+        auto_decompress=True,
+    )

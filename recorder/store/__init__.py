@@ -77,10 +77,15 @@ async def open_store(url: str, *, migrate: bool = False) -> EventStore:
     """A store for ``url`` (``sqlite+aiosqlite:///...`` or ``postgresql+asyncpg://...``)."""
     from recorder.store.sql import SqlStore
 
+    store: SqlStore
     if url.startswith("sqlite+aiosqlite:"):
-        from recorder.store.sqlite import SQLiteDialect
+        from recorder.store.sqlite import SQLiteDialect, SQLiteStore, file_path
 
-        store = await SqlStore.open(url, SQLiteDialect())
+        path = file_path(url)
+        if path is not None:
+            store = await SQLiteStore.open_file(url, path)
+        else:
+            store = await SqlStore.open(url, SQLiteDialect())
     elif url.startswith(("postgresql+asyncpg:", "postgres+asyncpg:")):
         from recorder.store.postgres import PostgresDialect
 

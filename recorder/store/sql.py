@@ -15,7 +15,7 @@ import contextlib
 import time
 from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
-from typing import Any, Protocol
+from typing import Any, Protocol, Self
 
 import orjson
 from sqlalchemy import and_, func, null, or_, select, text, update
@@ -82,7 +82,7 @@ class SqlStore:
         self._listening = False
 
     @classmethod
-    async def open(cls, url: str, dialect: Dialect) -> SqlStore:
+    async def open(cls, url: str, dialect: Dialect) -> Self:
         engine = dialect.create_engine(url)
         store = cls(url, engine, dialect)
         try:
@@ -117,7 +117,7 @@ class SqlStore:
 
     async def create_run(self, run: NewRun) -> Run:
         now = run.created_at if run.created_at is not None else time.time()
-        values = _run_values(run, now)
+        values = run_values(run, now)
         try:
             async with self._dialect.write_transaction(self._engine) as conn:
                 latest = await self._claim_thread(conn, run, now)
@@ -130,7 +130,7 @@ class SqlStore:
                     )
         except Exception as exc:
             raise self._translated(exc, run_id=run.run_id) from exc
-        return _new_run(values, run.input)
+        return new_run(values, run.input)
 
     async def append(self, run_id: str, events: Sequence[NewEvent]) -> list[Appended]:
         return (await self.append_batches([(run_id, events)]))[0]
@@ -159,17 +159,7 @@ class SqlStore:
         error: str | None = None,
         violations: list[dict[str, object]] | None = None,
     ) -> None:
-        if status not in STATUSES:
-            raise InputError(f"unknown run status {status!r}")
-        values: dict[str, Any] = {"status": status}
-        if status in TERMINAL:
-            values["finished_at"] = time.time()
-        if outcome is not None:
-            values["outcome"] = outcome
-        if error is not None:
-            values["error"] = error
-        if violations is not None:
-            values["violations"] = orjson.dumps(violations).decode()
+        values = status_values(status, outcome, error, violations)
         try:
             async with self._dialect.write_transaction(self._engine) as conn:
                 found = await conn.execute(
@@ -401,46 +391,16 @@ class SqlStore:
     ) -> list[list[Appended]]:
         # The append transaction holds the database's append lock (see the dialects), so
         # positions handed out here are contiguous and increase in commit order.
-        (max_position,) = (await self._dialect.fetch(conn, _MAX_POSITION))[0]
-        position = int(max_position or 0)
+        (max_position,) = (await self._dialect.fetch(conn, MAX_POSITION))[0]
         now = time.time()
-        rows: list[EventRow] = []
-        results: list[list[Appended]] = []
+        claims = []
         for run_id, events in batches:
-            thread_id, first_seq = await self._claim_seqs(conn, run_id, len(events), now)
-            appended: list[Appended] = []
-            for offset, event in enumerate(events):
-                position += 1
-                seq = first_seq + offset
-                recorded = event.recorded_at if event.recorded_at is not None else now
-                rows.append(
-                    (
-                        position,
-                        thread_id,
-                        run_id,
-                        seq,
-                        event.type,
-                        event.payload,
-                        recorded,
-                        event.origin,
-                    )
-                )
-                appended.append(Appended(seq, position))
-            results.append(appended)
+            found = await self._dialect.fetch(conn, CLAIM, len(events), now, run_id)
+            claims.append(claimed(run_id, len(events), found[0] if found else None))
+        rows, results = event_rows(int(max_position or 0), batches, claims, now)
         if rows:
             await self._dialect.insert_events(conn, rows)
         return results
-
-    async def _claim_seqs(
-        self, conn: AsyncConnection, run_id: str, count: int, now: float
-    ) -> tuple[str, int]:
-        found = await self._dialect.fetch(conn, _CLAIM, count, now, run_id)
-        row = found[0] if found else None
-        if row is None:
-            raise RunNotFound(run_id)
-        if row[2] != RUNNING:
-            raise RunClosed(f"run {run_id!r} is {row[2]}: a closed run takes no more events")
-        return str(row[0]), int(row[1]) - count
 
     def _translated(self, exc: BaseException, *, run_id: str | None = None) -> StoreError:
         if isinstance(exc, StoreError):
@@ -453,14 +413,75 @@ class SqlStore:
         return err
 
 
-_MAX_POSITION = "SELECT max(position) FROM events"
-_CLAIM = (
+# -- shared by the SQLAlchemy path above and SQLite's direct write path (sqlite.py) -----------
+
+MAX_POSITION = "SELECT max(position) FROM events"
+CLAIM = (
     "UPDATE runs SET event_count = event_count + ?, heartbeat_at = ? WHERE run_id = ? "
     "RETURNING thread_id, event_count, status"
 )
 
 
-def _run_values(run: NewRun, now: float) -> dict[str, Any]:
+def claimed(run_id: str, count: int, row: Sequence[Any] | None) -> tuple[str, int]:
+    """The run's thread and first new seq from a ``CLAIM`` row; refuses unknown/closed runs."""
+    if row is None:
+        raise RunNotFound(run_id)
+    if row[2] != RUNNING:
+        raise RunClosed(f"run {run_id!r} is {row[2]}: a closed run takes no more events")
+    return str(row[0]), int(row[1]) - count
+
+
+def event_rows(
+    position: int,
+    batches: Sequence[tuple[str, Sequence[NewEvent]]],
+    claims: Sequence[tuple[str, int]],
+    now: float,
+) -> tuple[list[EventRow], list[list[Appended]]]:
+    """The rows to insert after ``position``, and what each batch was given."""
+    rows: list[EventRow] = []
+    results: list[list[Appended]] = []
+    for (run_id, events), (thread_id, first_seq) in zip(batches, claims, strict=True):
+        appended: list[Appended] = []
+        for offset, event in enumerate(events):
+            position += 1
+            seq = first_seq + offset
+            recorded = event.recorded_at if event.recorded_at is not None else now
+            rows.append(
+                (
+                    position,
+                    thread_id,
+                    run_id,
+                    seq,
+                    event.type,
+                    event.payload,
+                    recorded,
+                    event.origin,
+                )
+            )
+            appended.append(Appended(seq, position))
+        results.append(appended)
+    return rows, results
+
+
+def status_values(
+    status: str, outcome: str | None, error: str | None, violations: list[dict[str, object]] | None
+) -> dict[str, Any]:
+    """The run columns ``set_status`` writes."""
+    if status not in STATUSES:
+        raise InputError(f"unknown run status {status!r}")
+    values: dict[str, Any] = {"status": status}
+    if status in TERMINAL:
+        values["finished_at"] = time.time()
+    if outcome is not None:
+        values["outcome"] = outcome
+    if error is not None:
+        values["error"] = error
+    if violations is not None:
+        values["violations"] = orjson.dumps(violations).decode()
+    return values
+
+
+def run_values(run: NewRun, now: float) -> dict[str, Any]:
     return {
         "run_id": run.run_id,
         "thread_id": run.thread_id,
@@ -499,7 +520,7 @@ def _run_query(*, with_input: bool = True) -> Any:
     )
 
 
-def _new_run(values: dict[str, Any], posted: bytes | None) -> Run:
+def new_run(values: dict[str, Any], posted: bytes | None) -> Run:
     return Run(
         run_id=values["run_id"],
         thread_id=values["thread_id"],
