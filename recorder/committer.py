@@ -2,7 +2,8 @@
 
 Each stream hands its frames over and waits; the writer takes every waiting batch (from any
 number of runs) and appends them in one transaction. Under load, commits grow instead of
-multiplying, so the cost per event falls as traffic rises.
+multiplying, so the cost per event falls as traffic rises. When nothing is being committed,
+a batch is committed by its own caller: an idle recorder pays no hand-over.
 """
 
 from __future__ import annotations
@@ -32,9 +33,18 @@ class GroupCommitter:
         self._ready = asyncio.Event()
         self._max = max_events
         self._task: asyncio.Task[None] | None = None
+        self._busy = False  # a commit is under way (the writer's or a caller's own)
 
     async def append(self, run_id: str, events: Sequence[NewEvent]) -> list[Appended]:
         """Append ``events`` to ``run_id``; returns once they are committed."""
+        if not self._busy and not self._queue:
+            self._busy = True
+            try:
+                return (await self._store.append_batches([(run_id, events)]))[0]
+            finally:
+                self._busy = False
+                if self._queue:
+                    self._ready.set()
         if self._task is None or self._task.done():
             self._task = asyncio.create_task(self._run(), name="group-commit")
         batch = _Batch(run_id, events)
@@ -53,9 +63,13 @@ class GroupCommitter:
         while True:
             await self._ready.wait()
             self._ready.clear()
-            while self._queue:
+            while self._queue and not self._busy:
                 group = self._take()
-                await self._commit(group)
+                self._busy = True
+                try:
+                    await self._commit(group)
+                finally:
+                    self._busy = False
 
     def _take(self) -> list[_Batch]:
         group: list[_Batch] = []

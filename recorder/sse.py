@@ -8,7 +8,7 @@ that end their stream without one still sent that event and the recorder must ke
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from recorder.errors import InputError
 
@@ -19,8 +19,9 @@ class FrameTooLarge(InputError):
         self.limit = limit
 
 
-@dataclass(frozen=True, slots=True)
-class Frame:
+class Frame(NamedTuple):
+    """One event: its data lines joined, and the id and event type in force."""
+
     data: bytes
     id: str | None = None
     event: str | None = None
@@ -40,6 +41,23 @@ class FrameSplitter:
         self._size = 0
 
     def feed(self, chunk: bytes) -> list[Frame]:
+        if (
+            not self._buf
+            and not self._data
+            and self._event is None
+            and chunk[:6] == b"data: "
+            and chunk[-2:] == b"\n\n"
+            and chunk.count(b"\n") == 2
+            and b"\r" not in chunk
+        ):
+            # The common case, one single-line event per chunk (token streams): no lines
+            # to split. Everything else takes the general path below.
+            if self._max is not None and len(chunk) - 7 > self._max:
+                raise FrameTooLarge(self._max)
+            return [Frame(chunk[6:-2], self._id)]
+        return self._general(chunk)
+
+    def _general(self, chunk: bytes) -> list[Frame]:
         buf = self._buf + chunk if self._buf else chunk
         if b"\r" in buf:
             # A CR at the very end may be the first half of a CRLF split across chunks.

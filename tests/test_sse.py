@@ -72,3 +72,26 @@ def test_event_files_in_three_shapes() -> None:
             b'{"type":"A"}',
             b'{"type":"B"}',
         ]
+
+
+def test_one_event_per_chunk_matches_the_general_parser() -> None:
+    # Chunks holding exactly one single-line event take a shortcut; whatever the chunking,
+    # the frames (data, id, event type) and the size limit must come out the same.
+    stream = (
+        b'data: {"a":1}\n\nid: 9\n\ndata: {"b":2}\n\nevent: x\n\ndata: {"c":3}\n\n'
+        b"data: \n\ndata: x\r\n\r\ndata:y\n\n: c\n\ndata: " + b"z" * 99 + b"\n\n"
+    )
+    events = [e + b"\n\n" for e in stream.split(b"\n\n")[:-1]]
+    assert split(*events) == split(stream) == split(*[bytes([b]) for b in stream])
+    assert split(*events)[1] == Frame(b'{"b":2}', "9")
+    for limit in (98, 99, 100):
+        whole, chunked = FrameSplitter(limit), FrameSplitter(limit)
+        outcome = []
+        for splitter, chunks in ((whole, [stream]), (chunked, events)):
+            try:
+                for chunk in chunks:
+                    splitter.feed(chunk)
+                outcome.append("ok")
+            except FrameTooLarge:
+                outcome.append("too large")
+        assert outcome[0] == outcome[1], limit

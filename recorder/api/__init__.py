@@ -7,16 +7,47 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import FastAPI
+from starlette.types import Receive, Scope, Send
 
 from recorder import __version__
 from recorder.api import agents, runs, threads, web
 from recorder.api.deps import install_error_handlers
+from recorder.api.proxy_endpoint import OPENAPI, ProxyEndpoint
 from recorder.config import Settings
 from recorder.runtime import Runtime
 from recorder.store import EventStore
 
 
-def create_app(settings: Settings | None = None, *, store: EventStore | None = None) -> FastAPI:
+class RecorderApp(FastAPI):
+    """The API, with ``POST /agents/{name}`` (the proxy) taken before any routing or
+    middleware: every proxied run pays for what stands in front of its first event."""
+
+    _proxy = ProxyEndpoint()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["method"] == "POST":
+            name = proxied_agent(scope)
+            if name is not None:
+                scope["app"] = self
+                scope["path_params"] = {"name": name}
+                await self._proxy(scope, receive, send)
+                return
+        await super().__call__(scope, receive, send)
+
+
+def proxied_agent(scope: Scope) -> str | None:
+    """NAME when the request is for ``/agents/NAME`` (the proxy), else None."""
+    path: str = scope["path"]
+    root: str = scope.get("root_path", "")
+    if root and path.startswith(root):
+        path = path[len(root) :]
+    if not path.startswith("/agents/"):
+        return None
+    name = path[8:].removesuffix("/")
+    return name if name and "/" not in name else None
+
+
+def create_app(settings: Settings | None = None, *, store: EventStore | None = None) -> RecorderApp:
     settings = settings or Settings()
     if settings.demo_agent and "demo" not in settings.agents:
         settings = settings.model_copy(
@@ -31,7 +62,7 @@ def create_app(settings: Settings | None = None, *, store: EventStore | None = N
         finally:
             await app.state.runtime.close()
 
-    app = FastAPI(
+    app = RecorderApp(
         title="agui-recorder",
         version=__version__,
         description="Records AG-UI agent traffic; history, replay, resume and fork.",
@@ -49,11 +80,26 @@ def create_app(settings: Settings | None = None, *, store: EventStore | None = N
         await runtime.store.max_position()
         return {"ok": True, "version": __version__, "activeRuns": len(runtime.proxy.active)}
 
+    document_proxy(app)
     if settings.demo_agent:
         from recorder.demo import create_demo_app
 
         app.mount("/demo-agent", create_demo_app())
     return app
+
+
+def document_proxy(app: FastAPI) -> None:
+    """Add the bare proxy endpoint to the OpenAPI document FastAPI builds from its routes."""
+    build = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is not None:
+            return app.openapi_schema
+        schema = build()  # FastAPI keeps this very dict as app.openapi_schema
+        schema["paths"].setdefault("/agents/{name}", {})["post"] = OPENAPI
+        return schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
 
 
 def _local(settings: Settings) -> str:

@@ -42,17 +42,6 @@ async def list_agents(runtime: RuntimeDep) -> dict[str, Any]:
 
 
 @router.post(
-    "/agents/{name}",
-    summary="Proxy a run to the agent and record it",
-    responses={200: {"content": {"text/event-stream": {}}}},
-)
-async def proxy_run(name: str, request: Request, runtime: RuntimeDep) -> Response:
-    runtime.proxy.upstream(name)  # 404 before reading the body
-    body = await read_body(request, runtime.settings.max_body_bytes)
-    return respond(await runtime.proxy.start(name, body, request.headers))
-
-
-@router.post(
     "/agents/{name}/connect",
     dependencies=[TokenDep],
     summary="The thread's history as one stream, then its live run",

@@ -54,9 +54,12 @@ _STATUS: list[tuple[type[RecorderError], int]] = [
 ]
 
 
+def status_for(exc: BaseException) -> int:
+    return next((code for kind, code in _STATUS if isinstance(exc, kind)), 500)
+
+
 def install_error_handlers(app: FastAPI) -> None:
     async def handle(_request: Request, exc: Exception) -> JSONResponse:
-        status = next((code for kind, code in _STATUS if isinstance(exc, kind)), 500)
-        return JSONResponse({"detail": str(exc)}, status_code=status)
+        return JSONResponse({"detail": str(exc)}, status_code=status_for(exc))
 
     app.add_exception_handler(RecorderError, handle)

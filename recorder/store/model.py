@@ -33,8 +33,9 @@ class NewEvent(NamedTuple):
     recorded_at: float | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class Appended:
+class Appended(NamedTuple):
+    """Where an appended event landed (a named tuple: one is made per recorded event)."""
+
     seq: int
     position: int
 

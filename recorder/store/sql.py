@@ -441,25 +441,14 @@ def event_rows(
     rows: list[EventRow] = []
     results: list[list[Appended]] = []
     for (run_id, events), (thread_id, first_seq) in zip(batches, claims, strict=True):
-        appended: list[Appended] = []
-        for offset, event in enumerate(events):
-            position += 1
-            seq = first_seq + offset
-            recorded = event.recorded_at if event.recorded_at is not None else now
-            rows.append(
-                (
-                    position,
-                    thread_id,
-                    run_id,
-                    seq,
-                    event.type,
-                    event.payload,
-                    recorded,
-                    event.origin,
-                )
-            )
-            appended.append(Appended(seq, position))
-        results.append(appended)
+        seqs = range(first_seq, first_seq + len(events))
+        positions = range(position + 1, position + 1 + len(events))
+        rows += [
+            (at, thread_id, run_id, seq, kind, payload, now if when is None else when, origin)
+            for at, seq, (payload, kind, origin, when) in zip(positions, seqs, events, strict=True)
+        ]
+        results.append(list(map(Appended._make, zip(seqs, positions, strict=True))))
+        position += len(events)
     return rows, results
 
 

@@ -10,6 +10,7 @@ back and forth); an append is five or six of them, a new run seven.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sqlite3
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -156,52 +157,106 @@ def file_path(url: str) -> str | None:
 
 
 class SQLiteWriter:
-    """One ``sqlite3`` connection on its own thread; ``run(work)`` is one transaction.
+    """Write transactions on plain ``sqlite3`` connections; ``run(work)`` is one transaction.
 
-    ``work`` runs on the writer thread between BEGIN IMMEDIATE and COMMIT (ROLLBACK if it
-    raises). The dialect's write lock is held meanwhile, so these transactions and the ones
-    that go through SQLAlchemy queue in one line instead of spinning on the file lock.
+    ``work`` runs between BEGIN IMMEDIATE and COMMIT (ROLLBACK if it raises). The dialect's
+    write lock is held meanwhile, so these transactions and the ones that go through
+    SQLAlchemy queue in one line instead of spinning on the file lock.
+
+    Where it runs depends on its size. A small transaction (``small=True``: a new run, a
+    few events, a status) takes tens of microseconds, less than a hop to a thread and back,
+    so it runs right here on the event loop, on a connection that never waits for the file
+    lock (busy_timeout 0) and never checkpoints. If another process holds the lock it goes
+    to the thread after all. Large ones run on the writer thread, whose connection waits
+    for the lock and also checkpoints the WAL that the loop's commits leave behind.
     """
+
+    _CHECKPOINT_EVERY = 500  # small commits between checkpoints of the WAL they grow
 
     def __init__(self, path: str, lock: asyncio.Lock) -> None:
         self._path = path
         self._lock = lock
         self._executor = ThreadPoolExecutor(1, thread_name_prefix="sqlite-writer")
-        self._conn: sqlite3.Connection | None = None
+        self._threaded: sqlite3.Connection | None = None
+        self._inline: sqlite3.Connection | None = None
+        self._since_checkpoint = 0
 
-    async def run(self, work: Callable[[sqlite3.Connection], T]) -> T:
+    async def run(self, work: Callable[[sqlite3.Connection], T], *, small: bool = False) -> T:
         loop = asyncio.get_running_loop()
         async with self._lock:
-            return await loop.run_in_executor(self._executor, self._transaction, work)
+            if small:
+                conn = self._inline or self._connect_inline()
+                try:
+                    conn.execute("BEGIN IMMEDIATE")
+                except sqlite3.OperationalError as exc:
+                    if exc.sqlite_errorcode & 0xFF != sqlite3.SQLITE_BUSY:
+                        raise  # (busy: another process writes; wait for it on the thread)
+                else:
+                    result = _finish(conn, work)
+                    self._since_checkpoint += 1
+                    if self._since_checkpoint >= self._CHECKPOINT_EVERY:
+                        self._since_checkpoint = 0
+                        loop.run_in_executor(self._executor, self._checkpoint)
+                    return result
+            running = loop.run_in_executor(self._executor, self._transaction, work)
+            try:
+                return await asyncio.shield(running)
+            except asyncio.CancelledError:
+                # The thread cannot be stopped mid-transaction: keep the lock until it ends.
+                with contextlib.suppress(Exception):
+                    await running
+                raise
 
     async def close(self) -> None:
         loop = asyncio.get_running_loop()
-        await loop.run_in_executor(self._executor, self._disconnect)
-        self._executor.shutdown(wait=True)
+        async with self._lock:
+            await loop.run_in_executor(self._executor, self._disconnect)
+            self._executor.shutdown(wait=True)
+            if self._inline is not None:
+                self._inline.close()
+                self._inline = None
 
     def _transaction(self, work: Callable[[sqlite3.Connection], T]) -> T:
-        conn = self._conn if self._conn is not None else self._connect()
+        conn = self._threaded or self._connect_threaded()
         conn.execute("BEGIN IMMEDIATE")
-        try:
-            result = work(conn)
-            conn.execute("COMMIT")
-        except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise
-        return result
+        return _finish(conn, work)
 
-    def _connect(self) -> sqlite3.Connection:
-        conn = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False)
-        for pragma in _PRAGMAS:
-            conn.execute(f"PRAGMA {pragma}")
-        self._conn = conn
-        return conn
+    def _checkpoint(self) -> None:
+        with contextlib.suppress(sqlite3.Error):  # a later one will do what this one could not
+            conn = self._threaded or self._connect_threaded()
+            conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+
+    def _connect_threaded(self) -> sqlite3.Connection:
+        self._threaded = _connect(self._path, check_same_thread=False)
+        return self._threaded
+
+    def _connect_inline(self) -> sqlite3.Connection:
+        self._inline = _connect(self._path, "busy_timeout=0", "wal_autocheckpoint=0")
+        return self._inline
 
     def _disconnect(self) -> None:
-        if self._conn is not None:
-            self._conn.close()
-            self._conn = None
+        if self._threaded is not None:
+            self._threaded.close()
+            self._threaded = None
+
+
+def _connect(path: str, *pragmas: str, check_same_thread: bool = True) -> sqlite3.Connection:
+    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=check_same_thread)
+    for pragma in (*_PRAGMAS, *pragmas):
+        conn.execute(f"PRAGMA {pragma}")
+    return conn
+
+
+def _finish(conn: sqlite3.Connection, work: Callable[[sqlite3.Connection], T]) -> T:
+    """Run ``work`` in the transaction just begun on ``conn``; commit, or roll back."""
+    try:
+        result = work(conn)
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    return result
 
 
 _INSERT_THREAD = (
@@ -215,6 +270,9 @@ _CLAIM_THREAD = (
 )
 _INSERT_INPUT = "INSERT INTO run_inputs (run_id, input) VALUES (?, ?)"
 _SET_SUMMARY = "UPDATE threads SET summary = ? WHERE thread_id = ?"
+# What counts as a small transaction, run on the event loop (see SQLiteWriter).
+_SMALL_EVENTS = 32
+_SMALL_BYTES = 64 * 1024
 
 
 class SQLiteStore(SqlStore):
@@ -251,7 +309,7 @@ class SQLiteStore(SqlStore):
                 conn.execute(_INSERT_INPUT, (run.run_id, run.input))
 
         try:
-            await self._writer.run(work)
+            await self._writer.run(work, small=len(run.input or b"") <= _SMALL_BYTES)
         except Exception as exc:
             raise self._translated(exc, run_id=run.run_id) from exc
         return new_run(values, run.input)
@@ -273,8 +331,11 @@ class SQLiteStore(SqlStore):
                 conn.executemany(_INSERT, rows)
             return results
 
+        small = sum(len(events) for _run, events in batches) <= _SMALL_EVENTS and (
+            sum(len(e.payload) for _run, events in batches for e in events) <= _SMALL_BYTES
+        )
         try:
-            result = await self._writer.run(work)
+            result = await self._writer.run(work, small=small)
         except Exception as exc:
             raise self._translated(exc) from exc
         await self._changed_locally()
@@ -298,13 +359,15 @@ class SQLiteStore(SqlStore):
                 raise RunNotFound(run_id)
 
         try:
-            await self._writer.run(work)
+            await self._writer.run(work, small=True)
         except Exception as exc:
             raise self._translated(exc) from exc
         await self._changed_locally()
 
     async def set_summary(self, thread_id: str, summary: str) -> None:
         try:
-            await self._writer.run(lambda conn: conn.execute(_SET_SUMMARY, (summary, thread_id)))
+            await self._writer.run(
+                lambda conn: conn.execute(_SET_SUMMARY, (summary, thread_id)), small=True
+            )
         except Exception as exc:
             raise self._translated(exc) from exc

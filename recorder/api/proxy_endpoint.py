@@ -1,0 +1,142 @@
+"""``POST /agents/{name}``, the proxy itself, as a bare ASGI endpoint.
+
+Every proxied run pays this endpoint's cost before its first event reaches the client.
+FastAPI's request handling (dependency solving, a ``Request``, a ``StreamingResponse`` with
+its task group) took about 0.5 ms of it per request on a 2-core machine, half of what the
+whole recorder may add. Here the route is matched by Starlette, as any other, and the rest
+is a few ASGI messages. Errors answer exactly as the API's handlers do (``status_for``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Any
+from urllib.parse import quote
+
+import orjson
+from starlette.datastructures import Headers
+from starlette.types import Receive, Scope, Send
+
+from recorder.api.deps import status_for
+from recorder.errors import RecorderError
+from recorder.proxy import BodyTooLarge, Relay, Stream
+from recorder.runtime import Runtime
+
+SSE_HEADERS = [(b"cache-control", b"no-cache"), (b"x-accel-buffering", b"no")]
+
+
+class ProxyEndpoint:
+    """Forward the posted run to the named agent; stream its recorded events back."""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        runtime: Runtime = scope["app"].state.runtime
+        name: str = scope["path_params"]["name"]
+        try:
+            runtime.proxy.upstream(name)  # 404 before reading the body
+            body = await read_body(scope, receive, runtime.settings.max_body_bytes)
+            if body is None:
+                return  # the client left before its request was read: nothing to do
+            result = await runtime.proxy.start(name, body, Headers(scope=scope))
+        except RecorderError as exc:
+            detail = orjson.dumps({"detail": str(exc)})
+            await send_whole(send, status_for(exc), detail, "application/json")
+            return
+        if isinstance(result, Relay):
+            await send_whole(send, result.status, result.body, result.content_type)
+        else:
+            await stream(receive, send, result)
+
+
+async def read_body(scope: Scope, receive: Receive, limit: int) -> bytes | None:
+    declared = Headers(scope=scope).get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise BodyTooLarge(f"request body is {declared} bytes; the limit is {limit}")
+    body = b""
+    more = True
+    while more:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return None
+        body += message.get("body", b"")
+        if len(body) > limit:
+            raise BodyTooLarge(f"request body exceeds the limit of {limit} bytes")
+        more = message.get("more_body", False)
+    return body
+
+
+async def send_whole(send: Send, status: int, body: bytes, content_type: str) -> None:
+    headers = [
+        (b"content-type", content_type.encode("latin-1", "replace")),
+        (b"content-length", str(len(body)).encode()),
+    ]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+async def stream(receive: Receive, send: Send, result: Stream) -> None:
+    """Send the run's chunks as they come. A client that leaves closes the chunk iterator
+    at once (the recording notices and carries on without it), even while no chunk is due."""
+    headers = [
+        (b"content-type", b"text/event-stream"),
+        *SSE_HEADERS,
+        (b"x-recorder-run-id", header_value(result.run_id)),
+    ]
+    task = asyncio.current_task()
+    state = {"streaming": True, "left": False}
+
+    async def watch() -> None:
+        while (await receive())["type"] != "http.disconnect":
+            pass
+        if state["streaming"] and task is not None:
+            state["left"] = True
+            task.cancel()
+
+    await send({"type": "http.response.start", "status": 200, "headers": headers})
+    watcher = asyncio.create_task(watch())
+    try:
+        async for chunk in result.chunks:
+            await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        state["streaming"] = False
+        await send({"type": "http.response.body", "body": b""})
+    except asyncio.CancelledError:
+        if not state["left"] or task is None:
+            raise
+        task.uncancel()
+    finally:
+        state["streaming"] = False
+        watcher.cancel()
+        with contextlib.suppress(BaseException):
+            await result.chunks.aclose()  # type: ignore[attr-defined]
+
+
+def header_value(text: str) -> bytes:
+    """``text`` as a header value: as is when printable ASCII, else percent-encoded."""
+    if text.isascii() and text.isprintable():
+        return text.encode()
+    return quote(text, safe="").encode()
+
+
+OPENAPI: dict[str, Any] = {
+    "tags": ["agents"],
+    "summary": "Proxy a run to the agent and record it",
+    "description": (
+        "Forwards the posted RunAgentInput to the agent and streams its events back as "
+        "they are recorded (`id: <seq>` on each frame). The response names the run in "
+        "`x-recorder-run-id`."
+    ),
+    "operationId": "proxy_run",
+    "parameters": [{"name": "name", "in": "path", "required": True, "schema": {"type": "string"}}],
+    "requestBody": {
+        "required": True,
+        "content": {"application/json": {"schema": {"type": "object"}}},
+    },
+    "responses": {
+        "200": {"description": "the run's events", "content": {"text/event-stream": {}}},
+        "404": {"description": "no such agent"},
+        "409": {"description": "the run id is taken"},
+        "413": {"description": "request body too large"},
+        "422": {"description": "not a RunAgentInput with threadId and runId"},
+        "503": {"description": "too many runs at once, or the database is unavailable"},
+    },
+}
