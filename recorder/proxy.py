@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import time
 import uuid
 from collections.abc import AsyncIterator, Mapping
@@ -36,6 +37,7 @@ _HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "te", "upgrade",
 _SUMMARY_LIMIT = 20_000
 _READ_AHEAD = 2000  # frames the reader may hold before it waits for them to be taken
 _OUT_BATCHES = 4  # recorded batches waiting for a slow client before recording waits
+_STALE_RETRIES = 3  # stale kept-alive connections skipped before giving up
 
 
 class AgentNotFound(NotFound):
@@ -172,9 +174,7 @@ class Proxy:
         self, url: str, run: NewRun, posted: dict[str, Any], headers: Mapping[str, str]
     ) -> Relay | Stream:
         try:
-            response = await self.client.post(
-                url, data=run.input, headers=forwarded_headers(headers, self.settings)
-            )
+            response = await self._post(url, run.input, forwarded_headers(headers, self.settings))
         except (aiohttp.ClientError, TimeoutError) as exc:
             message = f"upstream agent unreachable: {type(exc).__name__}: {exc}".rstrip(": ")
             await self._fail_early(run, message, "upstream_unreachable")
@@ -192,6 +192,24 @@ class Proxy:
         recording = RunRecording(self, run, response, _message_texts(posted))
         self.active[run.run_id] = recording
         return Stream(run.run_id, recording.output())
+
+    async def _post(
+        self, url: str, body: bytes | None, headers: dict[str, str]
+    ) -> aiohttp.ClientResponse:
+        """POST to the agent. A kept-alive connection the agent closed while it sat in the
+        pool fails as the request is written (reset, or already closing): the agent never
+        got it, so it goes again, on another connection. A failure to connect, or a
+        connection dropped after the request went out, is not retried: the agent may be
+        running it."""
+        for attempt in range(_STALE_RETRIES, -1, -1):
+            try:
+                return await self.client.post(url, data=body, headers=headers)
+            except aiohttp.ClientConnectorError:
+                raise
+            except aiohttp.ClientOSError as exc:
+                if not attempt or not _stale(exc):
+                    raise
+        raise AssertionError("unreachable")
 
     async def _fail_early(self, run: NewRun, message: str, code: str) -> None:
         try:
@@ -511,6 +529,11 @@ async def _read_capped(response: aiohttp.ClientResponse, limit: int) -> bytes:
 
 async def _once(data: bytes, seq: int) -> AsyncIterator[bytes]:
     yield encode_frame(data, seq)
+
+
+def _stale(exc: aiohttp.ClientOSError) -> bool:
+    """The connection was dead before the request got through (see ``Proxy._post``)."""
+    return exc.errno in (errno.ECONNRESET, errno.EPIPE) or "Can not write request" in str(exc)
 
 
 def new_owner() -> str:

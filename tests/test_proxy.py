@@ -477,3 +477,74 @@ async def test_concurrent_streams_lose_nothing(
         assert [e.seq for e in recorded] == list(range(len(recorded)))
         assert [e.payload for e in recorded] == [d for _i, d in frames]
         assert (await store.get_run(f"r{i}")).status == "finished"
+
+
+class StalePool:
+    """An aiohttp session whose first ``stale`` POSTs meet a connection the agent had
+    already closed (as a pooled keep-alive connection can), or fail with ``error``."""
+
+    def __init__(self, session: Any, stale: int, error: Exception) -> None:
+        self.session, self.stale, self.error, self.posts = session, stale, error, 0
+
+    async def post(self, *args: Any, **kwargs: Any) -> Any:
+        self.posts += 1
+        if self.posts <= self.stale:
+            raise self.error
+        return await self.session.post(*args, **kwargs)
+
+
+@pytest.mark.parametrize(
+    ("error", "stale", "posts", "outcome"),
+    [
+        # Dead before the request got through: the agent never saw it; another connection.
+        ("reset", 2, 3, "finished"),
+        ("unwritable", 1, 2, "finished"),
+        # The agent may have the request (or nothing listens): never sent twice.
+        ("disconnected", 1, 1, "error"),
+        ("refused", 1, 1, "error"),
+        ("reset", 9, 4, "error"),  # at most three stale connections are skipped
+    ],
+)
+async def test_stale_kept_alive_connections_are_skipped_but_requests_never_repeated(
+    db_url: str, error: str, stale: int, posts: int, outcome: str
+) -> None:
+    import errno
+
+    import aiohttp
+
+    from recorder.config import Settings
+    from recorder.proxy import Proxy, Stream
+    from recorder.runtime import upstream_client
+
+    errors: dict[str, Exception] = {
+        "reset": aiohttp.ClientOSError(errno.ECONNRESET, "Connection reset by peer"),
+        "unwritable": aiohttp.ClientOSError(None, "Can not write request body for http://x"),
+        "disconnected": aiohttp.ServerDisconnectedError(),
+        "refused": aiohttp.ClientConnectorError(
+            aiohttp.client_reqrep.ConnectionKey("x", 1, False, True, None, None, None),
+            ConnectionRefusedError(errno.ECONNREFUSED, "refused"),
+        ),
+    }
+    store = await open_store(db_url, migrate=True)
+    async with demo_upstream() as upstream:
+        settings = Settings(db=db_url, agents={"demo": upstream})
+        session = upstream_client(settings)
+        pool = StalePool(session, stale, errors[error])
+        proxy = Proxy(store, settings, pool, "test")  # type: ignore[arg-type]
+        try:
+            result = await proxy.start("demo", orjson.dumps(run_input("t", "r1")), {})
+            assert isinstance(result, Stream)
+            chunks = [chunk async for chunk in result.chunks]
+            for _ in range(200):
+                if (await store.get_run("r1")).status != "running":
+                    break
+                await asyncio.sleep(0.01)
+            run = await store.get_run("r1")
+        finally:
+            await proxy.close()
+            await session.close()
+            await store.close()
+    assert pool.posts == posts
+    assert run.status == outcome
+    last = orjson.loads(FrameSplitter().feed(b"".join(chunks))[-1].data)
+    assert last["type"] == ("RUN_FINISHED" if outcome == "finished" else "RUN_ERROR")
