@@ -14,14 +14,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import errno
 import time
 import uuid
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import aiohttp
 import orjson
 
 from recorder.check import StreamCheck
@@ -32,12 +30,13 @@ from recorder.events import decode
 from recorder.sse import Frame, FrameSplitter, FrameTooLarge, encode_frame
 from recorder.store import EventStore, NewEvent, NewRun
 from recorder.store.model import RECORDER
+from recorder.upstream import Response, UpstreamClient, UpstreamError
 
 _HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "te", "upgrade", "host"}
 _SUMMARY_LIMIT = 20_000
 _READ_AHEAD = 2000  # frames the reader may hold before it waits for them to be taken
 _OUT_BATCHES = 4  # recorded batches waiting for a slow client before recording waits
-_STALE_RETRIES = 3  # stale kept-alive connections skipped before giving up
+_FIRST_WAIT = 0.05  # seconds the first events are awaited on the request's own task
 
 
 class AgentNotFound(NotFound):
@@ -105,7 +104,7 @@ class Stream:
 
 class Proxy:
     def __init__(
-        self, store: EventStore, settings: Settings, client: aiohttp.ClientSession, owner: str
+        self, store: EventStore, settings: Settings, client: UpstreamClient, owner: str
     ) -> None:
         self.store = store
         self.settings = settings
@@ -174,9 +173,11 @@ class Proxy:
         self, url: str, run: NewRun, posted: dict[str, Any], headers: Mapping[str, str]
     ) -> Relay | Stream:
         try:
-            response = await self._post(url, run.input, forwarded_headers(headers, self.settings))
-        except (aiohttp.ClientError, TimeoutError) as exc:
-            message = f"upstream agent unreachable: {type(exc).__name__}: {exc}".rstrip(": ")
+            response = await self.client.post(
+                url, run.input or b"", forwarded_headers(headers, self.settings)
+            )
+        except UpstreamError as exc:
+            message = f"upstream agent unreachable: {exc}"
             await self._fail_early(run, message, "upstream_unreachable")
             return Stream(run.run_id, _once(recorder_error(message, "upstream_unreachable"), 0))
         content_type = response.headers.get("content-type", "")
@@ -191,25 +192,8 @@ class Proxy:
             return Relay(502, orjson.dumps({"detail": error}), "application/json")
         recording = RunRecording(self, run, response, _message_texts(posted))
         self.active[run.run_id] = recording
+        await recording.begin()
         return Stream(run.run_id, recording.output())
-
-    async def _post(
-        self, url: str, body: bytes | None, headers: dict[str, str]
-    ) -> aiohttp.ClientResponse:
-        """POST to the agent. A kept-alive connection the agent closed while it sat in the
-        pool fails as the request is written (reset, or already closing): the agent never
-        got it, so it goes again, on another connection. A failure to connect, or a
-        connection dropped after the request went out, is not retried: the agent may be
-        running it."""
-        for attempt in range(_STALE_RETRIES, -1, -1):
-            try:
-                return await self.client.post(url, data=body, headers=headers)
-            except aiohttp.ClientConnectorError:
-                raise
-            except aiohttp.ClientOSError as exc:
-                if not attempt or not _stale(exc):
-                    raise
-        raise AssertionError("unreachable")
 
     async def _fail_early(self, run: NewRun, message: str, code: str) -> None:
         try:
@@ -241,9 +225,7 @@ class _Segment:
 
 
 class RunRecording:
-    def __init__(
-        self, proxy: Proxy, run: NewRun, response: aiohttp.ClientResponse, summary: list[str]
-    ) -> None:
+    def __init__(self, proxy: Proxy, run: NewRun, response: Response, summary: list[str]) -> None:
         self.proxy = proxy
         self.settings = proxy.settings
         self.response = response
@@ -257,8 +239,38 @@ class RunRecording:
         self._store_failed: str | None = None
         self._summary = summary
         self._summary_size = sum(map(len, summary))
-        # The recording runs on its own task, not the client's: it outlives a disconnect.
-        self.task = asyncio.create_task(self.run(), name=f"record-{run.run_id}")
+        self._splitter = FrameSplitter(self.settings.max_frame_bytes)
+        self._early: BaseException | None = None
+        self.task: asyncio.Task[None]
+
+    async def begin(self) -> None:
+        """Record the first events on the request's task, then go on, on a task of its own.
+
+        The first events usually follow the head closely: recording them here spares the
+        first event several hand-overs between tasks. The rest is read and recorded on the
+        recording's own task, which is not the client's: it outlives a disconnect.
+        """
+        go_on = True
+        try:
+            frames = self._splitter.feed(await self._first_chunk())
+            if frames:
+                go_on = await self._record(frames)
+        except Exception as exc:
+            self._early = exc
+        finally:
+            go_on = go_on and self._early is None
+            self.task = asyncio.create_task(self.run(go_on), name=f"record-{self.segment.run_id}")
+
+    async def _first_chunk(self) -> bytes:
+        """What the upstream sends within ``_FIRST_WAIT`` (an agent that is slower to start
+        does not hold the client's response head back for long)."""
+        try:
+            async with asyncio.timeout(_FIRST_WAIT) as deadline:
+                return await self.response.readany()
+        except TimeoutError:
+            if not deadline.expired():
+                raise
+            return b""
 
     # -- the client's side -----------------------------------------------------------------
 
@@ -279,12 +291,17 @@ class RunRecording:
 
     # -- the upstream's side ---------------------------------------------------------------
 
-    async def run(self) -> None:
+    async def run(self, go_on: bool = True) -> None:
         reader = asyncio.create_task(self._read(), name=f"read-{self.segment.run_id}")
         # However the reader ends (done, broken, cancelled), the recording loop must wake.
         reader.add_done_callback(lambda _task: self._arrived.set())
+        if not go_on:
+            reader.cancel()
         try:
-            await self._record_until(reader)
+            if self._early is not None:
+                await self._upstream_failed(self._early)
+            elif go_on:
+                await self._record_until(reader)
             if reader.done() and not reader.cancelled() and reader.exception() is not None:
                 await self._upstream_failed(reader.exception())
         except asyncio.CancelledError:
@@ -303,8 +320,8 @@ class RunRecording:
             self.proxy._finished(self.segments[0].run_id)
 
     async def _read(self) -> None:
-        splitter = FrameSplitter(self.settings.max_frame_bytes)
-        async for chunk in self.response.content.iter_any():
+        splitter = self._splitter
+        while chunk := await self.response.readany():
             frames = splitter.feed(chunk)
             if frames:
                 self._pending.extend(frames)
@@ -443,7 +460,10 @@ class RunRecording:
             )
         else:
             await self._close_with(
-                f"the upstream stream broke: {type(exc).__name__}: {exc}", "upstream_dropped"
+                f"the upstream stream broke: {exc}"
+                if isinstance(exc, UpstreamError)
+                else f"the upstream stream broke: {type(exc).__name__}: {exc}",
+                "upstream_dropped",
             )
 
     async def _close_with(self, message: str, code: str) -> None:
@@ -513,14 +533,14 @@ def _message_texts(posted: dict[str, Any]) -> list[str]:
     return texts
 
 
-async def _read_capped(response: aiohttp.ClientResponse, limit: int) -> bytes:
+async def _read_capped(response: Response, limit: int) -> bytes:
     data = b""
     try:
-        async for chunk in response.content.iter_any():
+        while chunk := await response.readany():
             data += chunk
             if len(data) >= limit:
                 break
-    except (aiohttp.ClientError, TimeoutError):
+    except UpstreamError:
         pass  # what arrived before the break is what there is to relay
     finally:
         response.close()
@@ -529,11 +549,6 @@ async def _read_capped(response: aiohttp.ClientResponse, limit: int) -> bytes:
 
 async def _once(data: bytes, seq: int) -> AsyncIterator[bytes]:
     yield encode_frame(data, seq)
-
-
-def _stale(exc: aiohttp.ClientOSError) -> bool:
-    """The connection was dead before the request got through (see ``Proxy._post``)."""
-    return exc.errno in (errno.ECONNRESET, errno.EPIPE) or "Can not write request" in str(exc)
 
 
 def new_owner() -> str:

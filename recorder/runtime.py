@@ -6,18 +6,15 @@ import asyncio
 import contextlib
 import time
 
-import aiohttp
-
 from recorder.config import Settings
 from recorder.history import History
 from recorder.proxy import Proxy, new_owner
 from recorder.store import EventStore, open_store
+from recorder.upstream import UpstreamClient
 
 
 class Runtime:
-    def __init__(
-        self, settings: Settings, store: EventStore, client: aiohttp.ClientSession
-    ) -> None:
+    def __init__(self, settings: Settings, store: EventStore, client: UpstreamClient) -> None:
         self.settings = settings
         self.store = store
         self.client = client
@@ -67,23 +64,9 @@ class Runtime:
                 await self.reap()
 
 
-def upstream_client(settings: Settings) -> aiohttp.ClientSession:
-    """The HTTP client for agents: no overall deadline (a run may stream for hours), an idle
-    timeout per read, no cookie jar (cookies pass through as headers, never kept), and no
-    environment proxies. aiohttp's C parser costs a fraction of a pure-Python client per
-    chunk and per request, which is most of a recording proxy's own time.
-
-    Idle connections are kept 2 s, under the 5 s after which common servers (uvicorn,
-    Node) close theirs, so a request rarely meets a connection closed under it (and
-    ``Proxy._post`` moves on to another when it does)."""
-    timeout = aiohttp.ClientTimeout(
-        total=None, connect=settings.connect_timeout, sock_read=settings.idle_timeout
-    )
-    connector = aiohttp.TCPConnector(limit=0, keepalive_timeout=2.0)
-    return aiohttp.ClientSession(
-        connector=connector,
-        timeout=timeout,
-        cookie_jar=aiohttp.DummyCookieJar(),
-        trust_env=False,
-        auto_decompress=True,
+def upstream_client(settings: Settings) -> UpstreamClient:
+    """The client for agents: no overall deadline (a run may stream for hours), an idle
+    timeout on every wait."""
+    return UpstreamClient(
+        connect_timeout=settings.connect_timeout, idle_timeout=settings.idle_timeout
     )
