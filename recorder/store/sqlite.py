@@ -171,7 +171,7 @@ class SQLiteWriter:
     for the lock and also checkpoints the WAL that the loop's commits leave behind.
     """
 
-    _CHECKPOINT_EVERY = 500  # small commits between checkpoints of the WAL they grow
+    _CHECKPOINT_EVERY = 100  # small commits between checkpoints (about 1,000 WAL pages)
 
     def __init__(self, path: str, lock: asyncio.Lock) -> None:
         self._path = path
@@ -180,6 +180,7 @@ class SQLiteWriter:
         self._threaded: sqlite3.Connection | None = None
         self._inline: sqlite3.Connection | None = None
         self._since_checkpoint = 0
+        self._checkpointing: asyncio.Task[None] | None = None
 
     async def run(self, work: Callable[[sqlite3.Connection], T], *, small: bool = False) -> T:
         loop = asyncio.get_running_loop()
@@ -196,7 +197,7 @@ class SQLiteWriter:
                     self._since_checkpoint += 1
                     if self._since_checkpoint >= self._CHECKPOINT_EVERY:
                         self._since_checkpoint = 0
-                        loop.run_in_executor(self._executor, self._checkpoint)
+                        self._checkpointing = asyncio.create_task(self._checkpoint())
                     return result
             running = loop.run_in_executor(self._executor, self._transaction, work)
             try:
@@ -209,6 +210,8 @@ class SQLiteWriter:
 
     async def close(self) -> None:
         loop = asyncio.get_running_loop()
+        if self._checkpointing is not None:
+            await self._checkpointing
         async with self._lock:
             await loop.run_in_executor(self._executor, self._disconnect)
             self._executor.shutdown(wait=True)
@@ -221,7 +224,14 @@ class SQLiteWriter:
         conn.execute("BEGIN IMMEDIATE")
         return _finish(conn, work)
 
-    def _checkpoint(self) -> None:
+    async def _checkpoint(self) -> None:
+        # Under the write lock, like SQLite's own autocheckpoint after a commit: with writes
+        # going on, a checkpoint never catches up and the WAL is never started over.
+        loop = asyncio.get_running_loop()
+        async with self._lock:
+            await loop.run_in_executor(self._executor, self._checkpoint_now)
+
+    def _checkpoint_now(self) -> None:
         with contextlib.suppress(sqlite3.Error):  # a later one will do what this one could not
             conn = self._threaded or self._connect_threaded()
             conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
