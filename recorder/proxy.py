@@ -264,13 +264,7 @@ class RunRecording:
     async def _first_chunk(self) -> bytes:
         """What the upstream sends within ``_FIRST_WAIT`` (an agent that is slower to start
         does not hold the client's response head back for long)."""
-        try:
-            async with asyncio.timeout(_FIRST_WAIT) as deadline:
-                return await self.response.readany()
-        except TimeoutError:
-            if not deadline.expired():
-                raise
-            return b""
+        return await self.response.read_within(_FIRST_WAIT) or b""
 
     # -- the client's side -----------------------------------------------------------------
 

@@ -96,7 +96,7 @@ class _Connection(asyncio.Protocol):
         self._buffer: deque[bytes] = deque()
         self._buffered = 0
         self._paused = False
-        self._waiter: asyncio.Future[None] | None = None
+        self._waiter: asyncio.Future[bool] | None = None
         self._error: UpstreamError | None = None
         self._decoder: Any = None
         self._until_close = False
@@ -183,18 +183,24 @@ class _Connection(asyncio.Protocol):
             raise Disconnected("the connection was closed")
         self.transport.write(request)
 
-    async def read(self) -> bytes:
-        """The next bytes of the body; b"" at its end."""
+    async def read(self, timeout: float) -> bytes | None:
+        """The next bytes of the body, b"" at its end, None if none came within ``timeout``."""
         while not self._buffer:
             if self._error is not None:
                 raise self._error
             if self.complete:
                 return b""
-            self._waiter = asyncio.get_running_loop().create_future()
+            loop = asyncio.get_running_loop()
+            waiter = self._waiter = loop.create_future()
+            # A timer handle per wait: the cheapest timeout asyncio has.
+            timer = loop.call_later(timeout, _settle, waiter, False)
             try:
-                await self._waiter
+                woken = await waiter
             finally:
+                timer.cancel()
                 self._waiter = None
+            if not woken and not self._buffer and not self.complete and self._error is None:
+                return None
         data = b"".join(self._buffer) if len(self._buffer) > 1 else self._buffer[0]
         self._buffer.clear()
         self._buffered = 0
@@ -223,6 +229,9 @@ class _Connection(asyncio.Protocol):
         if self.transport is not None:
             self.transport.close()
 
+    def give_up(self, error: UpstreamError) -> None:
+        self._fail(error)
+
     def _end_of_body(self) -> None:
         if self._decoder is not None:
             rest = self._decoder.flush()
@@ -240,8 +249,13 @@ class _Connection(asyncio.Protocol):
         self._wake()
 
     def _wake(self) -> None:
-        if self._waiter is not None and not self._waiter.done():
-            self._waiter.set_result(None)
+        if self._waiter is not None:
+            _settle(self._waiter, True)
+
+
+def _settle(waiter: asyncio.Future[bool], woken: bool) -> None:
+    if not waiter.done():
+        waiter.set_result(woken)
 
 
 class Response:
@@ -259,15 +273,16 @@ class Response:
         self._done = False
 
     async def readany(self) -> bytes:
-        try:
-            async with asyncio.timeout(self._client.idle_timeout) as deadline:
-                return await self._conn.read()
-        except TimeoutError:
-            if deadline.expired():
-                raise UpstreamTimeout(
-                    f"the agent sent nothing for {self._client.idle_timeout:g} s"
-                ) from None
-            raise
+        """The next bytes of the body (b"" at its end); UpstreamTimeout after the client's
+        idle timeout without any."""
+        data = await self._conn.read(self._client.idle_timeout)
+        if data is None:
+            raise UpstreamTimeout(f"the agent sent nothing for {self._client.idle_timeout:g} s")
+        return data
+
+    async def read_within(self, seconds: float) -> bytes | None:
+        """Like ``readany``, but None when nothing came within ``seconds``."""
+        return await self._conn.read(seconds)
 
     def close(self) -> None:
         if self._done:
@@ -319,20 +334,16 @@ class UpstreamClient:
     async def _exchange(
         self, key: tuple[str, str, int], conn: _Connection, request: bytes
     ) -> Response:
+        late = UpstreamTimeout(f"the agent did not answer within {self.idle_timeout:g} s")
+        timer = asyncio.get_running_loop().call_later(self.idle_timeout, conn.give_up, late)
         try:
             conn.send(request)
-            try:
-                async with asyncio.timeout(self.idle_timeout) as deadline:
-                    await asyncio.shield(conn.head)
-            except TimeoutError:
-                if deadline.expired():
-                    raise UpstreamTimeout(
-                        f"the agent did not answer within {self.idle_timeout:g} s"
-                    ) from None
-                raise
+            await conn.head
         except BaseException:
             conn.close()
             raise
+        finally:
+            timer.cancel()
         return Response(self, key, conn)
 
     def _pooled(self, key: tuple[str, str, int]) -> _Connection | None:

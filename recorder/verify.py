@@ -36,7 +36,8 @@ from recorder._jsvalues import (
 )
 from recorder.errors import InputError
 
-Handler = Callable[[Mapping[str, Any], str], str | None]
+# A rule for one event type: (verifier, event, type) -> the violation's text, or None.
+Handler = Callable[["Verifier", Mapping[str, Any], str], str | None]
 
 _PARENT: Final = "(the parent agent)"
 _OPTIONAL: Final = "The field is optional — omit it entirely."
@@ -97,7 +98,6 @@ class Verifier:
     __slots__ = (
         "_closed_subagents",
         "_first_seen",
-        "_handlers",
         "_keys",
         "_owners",
         "_reasoning",
@@ -138,7 +138,6 @@ class Verifier:
         self._steps: dict[Key, dict[Key, None]] = {}
         self._subagents: dict[str, None] = {}
         self._closed_subagents: dict[str, None] = {}
-        self._handlers: dict[str, Handler] = self._dispatch_table()
 
     @property
     def violations(self) -> list[Violation]:
@@ -215,9 +214,9 @@ class Verifier:
         message = self._lifecycle_error(kind) or _null_error(event, kind)
         if message is not None:
             return message
-        handler = self._handlers.get(kind)
+        handler = _HANDLERS.get(kind)
         if handler is not None:
-            message = handler(event, kind)
+            message = handler(self, event, kind)
             if message is not None:
                 return message
         # Only an accepted event counts as the stream's first: everything before the first
@@ -248,56 +247,6 @@ class Verifier:
 
     def _run_over(self) -> bool:
         return self._run_finished or self._run_errored
-
-    def _dispatch_table(self) -> dict[str, Handler]:
-        text, tools = self._text, self._tools
-        messages, tool_calls = self._owners["message"], self._owners["toolCall"]
-        reasoning = self._owners["reasoning"]
-
-        def opener(ids: dict[Key, None], owners: dict[Key, Key], field: str, label: str) -> Handler:
-            return lambda event, kind: self._open(event, kind, field, ids, owners, label)
-
-        def follower(
-            ids: dict[Key, None], owners: dict[Key, Key], field: str, label: str, closes: bool
-        ) -> Handler:
-            return lambda event, kind: self._continue(
-                event, kind, field, ids, owners, label, closes
-            )
-
-        return {
-            "RUN_STARTED": self._run_started_rule,
-            "RUN_FINISHED": self._run_finished_rule,
-            "RUN_ERROR": self._run_error_rule,
-            "TEXT_MESSAGE_START": opener(text, messages, "messageId", "message"),
-            "TEXT_MESSAGE_CONTENT": follower(text, messages, "messageId", "message", False),
-            "TEXT_MESSAGE_END": follower(text, messages, "messageId", "message", True),
-            "TOOL_CALL_START": self._tool_call_start,
-            "TOOL_CALL_ARGS": follower(tools, tool_calls, "toolCallId", "tool call", False),
-            "TOOL_CALL_END": follower(tools, tool_calls, "toolCallId", "tool call", True),
-            "TOOL_CALL_RESULT": self._tool_call_result,
-            "REASONING_START": opener(self._spans, reasoning, "messageId", "reasoning message"),
-            "REASONING_END": follower(
-                self._spans, reasoning, "messageId", "reasoning message", True
-            ),
-            "REASONING_MESSAGE_START": opener(
-                self._reasoning, reasoning, "messageId", "reasoning message"
-            ),
-            "REASONING_MESSAGE_CONTENT": follower(
-                self._reasoning, reasoning, "messageId", "reasoning message", False
-            ),
-            "REASONING_MESSAGE_END": follower(
-                self._reasoning, reasoning, "messageId", "reasoning message", True
-            ),
-            "REASONING_ENCRYPTED_VALUE": self._encrypted_value,
-            "STEP_STARTED": self._step_started,
-            "STEP_FINISHED": self._step_finished,
-            "ACTIVITY_SNAPSHOT": self._activity_snapshot,
-            "ACTIVITY_DELTA": self._activity_delta,
-            "MESSAGES_SNAPSHOT": self._messages_snapshot,
-            "SUBAGENT_STARTED": self._subagent_started,
-            "SUBAGENT_FINISHED": self._subagent_closed,
-            "SUBAGENT_ERROR": self._subagent_closed,
-        }
 
     def _tag(self, event: Mapping[str, Any]) -> Key:
         return self._keys.of(event.get("subagentRunId", UNDEFINED))
@@ -685,3 +634,58 @@ def _show_owner(owner: Key) -> str:
 
 def _describe(owner: Key) -> str:
     return "the parent agent" if owner == UNDEFINED_KEY else f"subagent '{show(owner)}'"
+
+
+def _opener(ids: str, owners: str, field: str, label: str) -> Handler:
+    """The rule for an event that opens an entity (``ids``: the verifier's set of open ones)."""
+
+    def rule(verifier: Verifier, event: Mapping[str, Any], kind: str) -> str | None:
+        open_ids = getattr(verifier, ids)
+        return verifier._open(event, kind, field, open_ids, verifier._owners[owners], label)
+
+    return rule
+
+
+def _follower(ids: str, owners: str, field: str, label: str, closes: bool) -> Handler:
+    """The rule for an event that continues (or, with ``closes``, ends) an open entity."""
+
+    def rule(verifier: Verifier, event: Mapping[str, Any], kind: str) -> str | None:
+        open_ids = getattr(verifier, ids)
+        owned = verifier._owners[owners]
+        return verifier._continue(event, kind, field, open_ids, owned, label, closes)
+
+    return rule
+
+
+# One table for every verifier: building bound closures per instance cost more than the
+# checks of a short run.
+_HANDLERS: Final[dict[str, Handler]] = {
+    "RUN_STARTED": Verifier._run_started_rule,
+    "RUN_FINISHED": Verifier._run_finished_rule,
+    "RUN_ERROR": Verifier._run_error_rule,
+    "TEXT_MESSAGE_START": _opener("_text", "message", "messageId", "message"),
+    "TEXT_MESSAGE_CONTENT": _follower("_text", "message", "messageId", "message", False),
+    "TEXT_MESSAGE_END": _follower("_text", "message", "messageId", "message", True),
+    "TOOL_CALL_START": Verifier._tool_call_start,
+    "TOOL_CALL_ARGS": _follower("_tools", "toolCall", "toolCallId", "tool call", False),
+    "TOOL_CALL_END": _follower("_tools", "toolCall", "toolCallId", "tool call", True),
+    "TOOL_CALL_RESULT": Verifier._tool_call_result,
+    "REASONING_START": _opener("_spans", "reasoning", "messageId", "reasoning message"),
+    "REASONING_END": _follower("_spans", "reasoning", "messageId", "reasoning message", True),
+    "REASONING_MESSAGE_START": _opener("_reasoning", "reasoning", "messageId", "reasoning message"),
+    "REASONING_MESSAGE_CONTENT": _follower(
+        "_reasoning", "reasoning", "messageId", "reasoning message", False
+    ),
+    "REASONING_MESSAGE_END": _follower(
+        "_reasoning", "reasoning", "messageId", "reasoning message", True
+    ),
+    "REASONING_ENCRYPTED_VALUE": Verifier._encrypted_value,
+    "STEP_STARTED": Verifier._step_started,
+    "STEP_FINISHED": Verifier._step_finished,
+    "ACTIVITY_SNAPSHOT": Verifier._activity_snapshot,
+    "ACTIVITY_DELTA": Verifier._activity_delta,
+    "MESSAGES_SNAPSHOT": Verifier._messages_snapshot,
+    "SUBAGENT_STARTED": Verifier._subagent_started,
+    "SUBAGENT_FINISHED": Verifier._subagent_closed,
+    "SUBAGENT_ERROR": Verifier._subagent_closed,
+}
