@@ -136,12 +136,15 @@ class Proxy:
                 f"{self.settings.max_concurrent_runs} runs are already being recorded; retry later"
             )
         await self._slots.acquire()
+        recording = False
         try:
             run = await self._create_run(agent, posted, body, parent)
-            return await self._open(url, run, posted, headers)
-        except BaseException:
-            self._slots.release()
-            raise
+            result = await self._open(url, run, posted, headers)
+            recording = run.run_id in self.active
+            return result
+        finally:
+            if not recording:  # else the recording gives the slot back when it ends
+                self._slots.release()
 
     async def close(self) -> None:
         for recording in list(self.active.values()):
@@ -191,18 +194,17 @@ class Proxy:
             await self._fail_early(run, error, "upstream_bad_content_type")
             return Relay(502, orjson.dumps({"detail": error}), "application/json")
         recording = RunRecording(self, run, response, _message_texts(posted))
-        self.active[run.run_id] = recording
         await recording.begin()
+        # Registered once begun, with no await in between: from here on the recording owns
+        # the run's slot (its task, not yet started, gives it back when it ends).
+        self.active[run.run_id] = recording
         return Stream(run.run_id, recording.output())
 
     async def _fail_early(self, run: NewRun, message: str, code: str) -> None:
-        try:
-            await self.committer.append(
-                run.run_id, [NewEvent(recorder_error(message, code), "RUN_ERROR", RECORDER)]
-            )
-            await self.store.set_status(run.run_id, "error", outcome="error", error=message)
-        finally:
-            self._slots.release()
+        await self.committer.append(
+            run.run_id, [NewEvent(recorder_error(message, code), "RUN_ERROR", RECORDER)]
+        )
+        await self.store.set_status(run.run_id, "error", outcome="error", error=message)
 
     def _finished(self, run_id: str) -> None:
         if self.active.pop(run_id, None) is not None:

@@ -342,12 +342,32 @@ async def test_frame_size_limit(db_url: str, store_for: Any) -> None:
 
 
 async def test_concurrent_run_limit(db_url: str) -> None:
+    app = scripted_upstream({"refuse": lambda _r: PlainTextResponse("no", status_code=500)})
     async with (
         demo_upstream() as upstream,
-        recorder_at(db_url, {"demo": upstream}, max_concurrent_runs=1) as rec,
+        serving(app) as scripted,
+        recorder_at(
+            db_url,
+            {
+                "demo": upstream,
+                "refuse": f"{scripted}/refuse",
+                "gone": f"http://127.0.0.1:{free_port()}/",
+            },
+            max_concurrent_runs=1,
+        ) as rec,
     ):
-        slow = run_input("t", "slow", forwardedProps={"demo": {"delay": 0.05}})
         async with httpx.AsyncClient(timeout=30, trust_env=False) as client:
+            # Runs that end early (refused, non-2xx, duplicate id) or normally each give
+            # their slot back exactly once: the one slot is free again, and never doubled.
+            for agent, run, status in [
+                ("gone", "a", 200),
+                ("refuse", "b", 500),
+                ("demo", "c", 200),
+                ("demo", "c", 409),
+            ]:
+                answer = await client.post(f"{rec}/agents/{agent}", json=run_input(run, run))
+                assert answer.status_code == status, (agent, answer.text)
+            slow = run_input("t", "slow", forwardedProps={"demo": {"delay": 0.05}})
             async with client.stream("POST", f"{rec}/agents/demo", json=slow) as first:
                 assert first.status_code == 200
                 second = await client.post(f"{rec}/agents/demo", json=run_input("t2", "r2"))
