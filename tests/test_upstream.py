@@ -213,7 +213,7 @@ async def test_reading_pauses_while_the_reader_lags() -> None:
     async def flood(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, n: int) -> None:
         await raw.request(reader, n)
         writer.write(answer(b"", "Transfer-Encoding: chunked"))
-        for _ in range(200):  # 13 MB
+        for _ in range(400):  # 26 MB
             writer.write(b"%x\r\n%s\r\n" % (len(block), block))
             await writer.drain()  # blocks once the client stops reading
             sent.append(1)
@@ -225,10 +225,10 @@ async def test_reading_pauses_while_the_reader_lags() -> None:
         response = await client.post(url, b"x", {})
         await asyncio.sleep(0.5)
         # The server is held back well before it sent everything...
-        assert len(sent) < 150
+        assert len(sent) < 300  # (here ~60: what the kernel's socket buffers hold)
         # ...and the client holds, unread, at most the high-water mark plus one socket read.
         assert response._conn._buffered <= 2 * 256 * 1024 + len(block)
-        assert len(await read_all(response)) == 200 * len(block)
+        assert len(await read_all(response)) == 400 * len(block)
         await client.close()
 
 
