@@ -100,6 +100,7 @@ class _Connection(asyncio.Protocol):
         self._error: UpstreamError | None = None
         self._decoder: Any = None
         self._until_close = False
+        self._stray = False  # bytes after the answer's end: the connection is not reused
 
     # -- asyncio.Protocol --------------------------------------------------------------------
 
@@ -137,6 +138,9 @@ class _Connection(asyncio.Protocol):
         self._header_list.append((name, value))
 
     def on_headers_complete(self) -> None:
+        if self.complete:  # a second answer to one request: ignored, never read as ours
+            self._stray = True
+            return
         headers: dict[str, str] = {}
         for raw_name, raw_value in self._header_list:
             name, value = raw_name.decode("latin-1").lower(), raw_value.decode("latin-1")
@@ -159,6 +163,9 @@ class _Connection(asyncio.Protocol):
             self.head.set_result(None)
 
     def on_body(self, body: bytes) -> None:
+        if self.complete:
+            self._stray = True
+            return
         if self._decoder is not None:
             try:
                 body = self._decoder.decompress(body)
@@ -174,6 +181,9 @@ class _Connection(asyncio.Protocol):
             self._wake()
 
     def on_message_complete(self) -> None:
+        if self.complete:
+            self._stray = True
+            return
         self._end_of_body()
 
     # -- the exchange ------------------------------------------------------------------------
@@ -213,6 +223,7 @@ class _Connection(asyncio.Protocol):
         return (
             self.complete
             and self.keep_alive
+            and not self._stray
             and self._error is None
             and not self.closed
             and self.transport is not None
@@ -351,7 +362,8 @@ class UpstreamClient:
         now = time.monotonic()
         while conns:
             conn = conns.pop()
-            if not conn.closed and now - conn.idle_since < self.keepalive:
+            # (Bytes that came while it sat idle answer no request of ours: drop it.)
+            if not conn.closed and not conn.answered and now - conn.idle_since < self.keepalive:
                 return conn
             conn.close()
         return None

@@ -142,6 +142,24 @@ async def test_a_pooled_connection_closed_under_a_request_is_skipped() -> None:
     assert raw.requests == [(1, b"first"), (1, b"second"), (2, b"second")]
 
 
+async def test_a_pooled_connection_that_spoke_while_idle_is_not_reused() -> None:
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, n: int) -> None:
+        await raw.request(reader, n)
+        writer.write(answer(b"data: %d\n\n" % n))
+        if n == 1:  # then, unasked, a stray answer on the idle connection
+            writer.write(answer(b"data: stray\n\n"))
+        await writer.drain()
+        await asyncio.sleep(1)
+
+    async with raw_server(handler) as (raw, url):
+        client = UpstreamClient()
+        assert await read_all(await client.post(url, b"first", {})) == b"data: 1\n\n"
+        await asyncio.sleep(0.1)
+        assert await read_all(await client.post(url, b"second", {})) == b"data: 2\n\n"
+        await client.close()
+    assert raw.requests == [(1, b"first"), (2, b"second")]
+
+
 async def test_a_new_connection_closed_without_an_answer_is_never_retried() -> None:
     async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, n: int) -> None:
         await raw.request(reader, n)
