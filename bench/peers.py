@@ -7,8 +7,8 @@ latest to-dos are kept, ~1.5 KB of state).
 - Ours: each turn is one AG-UI run, recorded as the proxy records it: ``create_run`` with the
   RunAgentInput a client posts (the full history so far, the state), ``append`` of its 8
   events (RUN_STARTED, the reply as TEXT_MESSAGE_START, 3 CONTENT, END, a STATE_DELTA,
-  RUN_FINISHED), ``set_status`` and ``set_summary``. The state at an earlier turn is
-  ``History(store).project(run)``; the history is ``list_runs(thread)``.
+  RUN_FINISHED), and ``set_status`` carrying the thread's summary. The state at an
+  earlier turn is ``History(store).project(run)``; the history is ``list_runs(thread)``.
 - Theirs: each turn one ``aput`` of a checkpoint holding the channels ``messages`` (the whole
   list, as dicts: cheaper to serialize than LangChain message objects), ``todos``, ``turn``
   and ``topic``. A graph would also call ``aput_writes`` per step; it is left out, so their
@@ -136,8 +136,7 @@ async def write_ours(store: EventStore, talk: Conversation) -> float:
             NewRun(run_id, talk.thread_id, agent="bench", input=posted, parent_run_id=parent)
         )
         await store.append(run_id, events)
-        await store.set_status(run_id, "finished", outcome="success")
-        await store.set_summary(talk.thread_id, talk.summaries[turn])
+        await store.set_status(run_id, "finished", outcome="success", summary=talk.summaries[turn])
     return time.perf_counter() - started
 
 

@@ -487,13 +487,16 @@ class RunRecording:
                 "the upstream ended the stream without RUN_FINISHED or RUN_ERROR",
                 "upstream_incomplete",
             )
+        first = self.segments[0]
+        summary = "".join(self._summary)[:_SUMMARY_LIMIT] if self._summary else None
+        if summary is not None and first.closed:  # closed when a later run began
+            await self.proxy.store.set_summary(first.thread_id, summary)
+            summary = None
         for segment in self.segments:
-            await self._finish_segment(segment)
-        if self._summary:
-            text = "".join(self._summary)[:_SUMMARY_LIMIT]
-            await self.proxy.store.set_summary(self.segments[0].thread_id, text)
+            # The summary goes with the first run's status: closing it is one commit.
+            await self._finish_segment(segment, summary if segment is first else None)
 
-    async def _finish_segment(self, segment: _Segment) -> None:
+    async def _finish_segment(self, segment: _Segment, summary: str | None = None) -> None:
         if segment.closed:
             return
         segment.closed = True
@@ -509,6 +512,7 @@ class RunRecording:
             outcome=segment.outcome,
             error=error,
             violations=segment.problems,
+            summary=summary,
         )
 
 

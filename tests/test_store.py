@@ -147,6 +147,20 @@ async def test_lineage_follows_parents(store: EventStore) -> None:
     assert all(r.input is None for r in await store.list_runs("t1"))
 
 
+async def test_closing_a_run_can_set_its_threads_summary(store: EventStore) -> None:
+    await store.create_run(NewRun("r1", "t1"))
+    await store.create_run(NewRun("r2", "t2"))
+    await store.set_status("r1", "finished", outcome="success", summary="about Paris")
+    assert (await store.get_thread("t1")).summary == "about Paris"
+    assert (await store.get_thread("t2")).summary is None
+    assert (await store.get_run("r1")).status == "finished"
+    # One transaction: an unknown run changes no summary either.
+    with pytest.raises(RunNotFound):
+        await store.set_status("nope", "finished", summary="lost")
+    await store.set_status("r2", "error", error="boom")
+    assert (await store.get_thread("t2")).summary is None
+
+
 async def test_list_threads_filters_and_pages(store: EventStore) -> None:
     for i in range(7):
         agent = "even" if i % 2 == 0 else "odd"

@@ -38,7 +38,12 @@ class EventStore(Protocol):
         outcome: str | None = None,
         error: str | None = None,
         violations: list[dict[str, object]] | None = None,
-    ) -> None: ...
+        summary: str | None = None,
+    ) -> None:
+        """Set the run's status; ``summary``, if given, becomes its thread's summary in the
+        same transaction (closing a run is one commit)."""
+        ...
+
     async def heartbeat(self, run_ids: Sequence[str], owner: str) -> None: ...
     async def mark_incomplete(
         self,

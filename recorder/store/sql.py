@@ -158,6 +158,7 @@ class SqlStore:
         outcome: str | None = None,
         error: str | None = None,
         violations: list[dict[str, object]] | None = None,
+        summary: str | None = None,
     ) -> None:
         values = status_values(status, outcome, error, violations)
         try:
@@ -167,6 +168,8 @@ class SqlStore:
                 )
                 if found.rowcount == 0:
                     raise RunNotFound(run_id)
+                if summary is not None:
+                    await conn.execute(text(SUMMARY_OF_RUN), {"summary": summary, "run_id": run_id})
                 await self._dialect.notify(conn)
         except StoreError:
             raise
@@ -416,6 +419,10 @@ class SqlStore:
 # -- shared by the SQLAlchemy path above and SQLite's direct write path (sqlite.py) -----------
 
 MAX_POSITION = "SELECT max(position) FROM events"
+SUMMARY_OF_RUN = (
+    "UPDATE threads SET summary = :summary "
+    "WHERE thread_id = (SELECT thread_id FROM runs WHERE run_id = :run_id)"
+)
 CLAIM = (
     "UPDATE runs SET event_count = event_count + ?, heartbeat_at = ? WHERE run_id = ? "
     "RETURNING thread_id, event_count, status"

@@ -31,6 +31,7 @@ from recorder.store.model import Appended, NewEvent, NewRun, Run
 from recorder.store.sql import (
     CLAIM,
     MAX_POSITION,
+    SUMMARY_OF_RUN,
     EventRow,
     SqlStore,
     claimed,
@@ -359,6 +360,7 @@ class SQLiteStore(SqlStore):
         outcome: str | None = None,
         error: str | None = None,
         violations: list[dict[str, object]] | None = None,
+        summary: str | None = None,
     ) -> None:
         values = status_values(status, outcome, error, violations)
         assignments = ", ".join(f"{column} = ?" for column in values)
@@ -367,6 +369,8 @@ class SQLiteStore(SqlStore):
         def work(conn: sqlite3.Connection) -> None:
             if conn.execute(sql, (*values.values(), run_id)).rowcount == 0:
                 raise RunNotFound(run_id)
+            if summary is not None:
+                conn.execute(SUMMARY_OF_RUN, {"summary": summary, "run_id": run_id})
 
         try:
             await self._writer.run(work, small=True)
