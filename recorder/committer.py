@@ -2,8 +2,10 @@
 
 Each stream hands its frames over and waits; the writer takes every waiting batch (from any
 number of runs) and appends them in one transaction. Under load, commits grow instead of
-multiplying, so the cost per event falls as traffic rises. When nothing is being committed,
-a batch is committed by its own caller: an idle recorder pays no hand-over.
+multiplying, so the cost per event falls as traffic rises. When nothing is being committed
+and the store's appends cannot be cut short by their caller's cancellation
+(``append_survives_cancel``: SQLite's), a batch is committed by its own caller: an idle
+recorder pays no hand-over.
 """
 
 from __future__ import annotations
@@ -34,10 +36,11 @@ class GroupCommitter:
         self._max = max_events
         self._task: asyncio.Task[None] | None = None
         self._busy = False  # a commit is under way (the writer's or a caller's own)
+        self._direct = bool(getattr(store, "append_survives_cancel", False))
 
     async def append(self, run_id: str, events: Sequence[NewEvent]) -> list[Appended]:
         """Append ``events`` to ``run_id``; returns once they are committed."""
-        if not self._busy and not self._queue:
+        if self._direct and not self._busy and not self._queue:
             self._busy = True
             try:
                 return (await self._store.append_batches([(run_id, events)]))[0]

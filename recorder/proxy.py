@@ -16,7 +16,7 @@ import asyncio
 import contextlib
 import time
 import uuid
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -100,6 +100,8 @@ class Relay:
 class Stream:
     run_id: str
     chunks: AsyncIterator[bytes]
+    # Tells the producer the client is gone (closing ``chunks`` does, once it has started).
+    leave: Callable[[], None] | None = None
 
 
 class Proxy:
@@ -136,14 +138,14 @@ class Proxy:
                 f"{self.settings.max_concurrent_runs} runs are already being recorded; retry later"
             )
         await self._slots.acquire()
-        recording = False
+        run: NewRun | None = None
         try:
             run = await self._create_run(agent, posted, body, parent)
-            result = await self._open(url, run, posted, headers)
-            recording = run.run_id in self.active
-            return result
+            return await self._open(url, run, posted, headers)
         finally:
-            if not recording:  # else the recording gives the slot back when it ends
+            # A recording registers itself once its task exists, and gives the slot back
+            # when it ends; anything else gives it back here.
+            if run is None or run.run_id not in self.active:
                 self._slots.release()
 
     async def close(self) -> None:
@@ -195,10 +197,7 @@ class Proxy:
             return Relay(502, orjson.dumps({"detail": error}), "application/json")
         recording = RunRecording(self, run, response, _message_texts(posted))
         await recording.begin()
-        # Registered once begun, with no await in between: from here on the recording owns
-        # the run's slot (its task, not yet started, gives it back when it ends).
-        self.active[run.run_id] = recording
-        return Stream(run.run_id, recording.output())
+        return Stream(run.run_id, recording.output(), recording.client_left)
 
     async def _fail_early(self, run: NewRun, message: str, code: str) -> None:
         await self.committer.append(
@@ -243,6 +242,8 @@ class RunRecording:
         self._summary_size = sum(map(len, summary))
         self._splitter = FrameSplitter(self.settings.max_frame_bytes)
         self._early: BaseException | None = None
+        self._held: list[bytes] | None = None  # output while begin() runs, before any reader
+        self._ran = False
         self.task: asyncio.Task[None]
 
     async def begin(self) -> None:
@@ -250,18 +251,26 @@ class RunRecording:
 
         The first events usually follow the head closely: recording them here spares the
         first event several hand-overs between tasks. The rest is read and recorded on the
-        recording's own task, which is not the client's: it outlives a disconnect.
+        recording's own task, which is not the client's: it outlives a disconnect. Whatever
+        happens here, that task is started and registered (it gives the run's slot back).
         """
-        go_on = True
+        go_on = False
+        self._held = []  # nobody reads the output yet: it is handed over as one chunk
         try:
-            frames = self._splitter.feed(await self._first_chunk())
-            if frames:
-                go_on = await self._record(frames)
-        except Exception as exc:
-            self._early = exc
+            try:
+                frames = self._splitter.feed(await self._first_chunk())
+            except (UpstreamError, FrameTooLarge) as exc:
+                self._early = exc  # reported by the recording task, as a broken stream
+                frames = []
+            go_on = self._early is None and (not frames or await self._record(frames))
         finally:
-            go_on = go_on and self._early is None
-            self.task = asyncio.create_task(self.run(go_on), name=f"record-{self.segment.run_id}")
+            held, self._held = self._held, None
+            if held:
+                self._out.put_nowait(b"".join(held))
+            run_id = self.segments[0].run_id
+            self.task = asyncio.create_task(self.run(go_on), name=f"record-{run_id}")
+            self.task.add_done_callback(self._ended)
+            self.proxy.active[run_id] = self
 
     async def _first_chunk(self) -> bytes:
         """What the upstream sends within ``_FIRST_WAIT`` (an agent that is slower to start
@@ -275,19 +284,42 @@ class RunRecording:
             while (chunk := await self._out.get()) is not None:
                 yield chunk
         finally:
-            self._client_gone = True
-            while not self._out.empty():
-                self._out.get_nowait()
-            if not self.settings.keep_reading_on_disconnect and not self.task.done():
-                self.task.cancel()
+            self.client_left()
+
+    def client_left(self) -> None:
+        """The client is gone (or done): stop queueing output; by default keep recording."""
+        if self._client_gone:
+            return
+        self._client_gone = True
+        while not self._out.empty():
+            self._out.get_nowait()
+        if not self.settings.keep_reading_on_disconnect and not self.task.done():
+            self.task.cancel()
 
     async def _emit(self, data: bytes | None) -> None:
+        if self._client_gone:
+            return
+        if self._held is not None:
+            if data is not None:
+                self._held.append(data)
+            return
+        await self._out.put(data)
+
+    def _ended(self, task: asyncio.Task[None]) -> None:
+        """A recording task cancelled before its first step never ran ``run()``'s cleanup."""
+        if self._ran:
+            return
+        self.response.close()
+        self.proxy._finished(self.segments[0].run_id)
         if not self._client_gone:
-            await self._out.put(data)
+            while not self._out.empty():
+                self._out.get_nowait()
+            self._out.put_nowait(None)
 
     # -- the upstream's side ---------------------------------------------------------------
 
     async def run(self, go_on: bool = True) -> None:
+        self._ran = True
         reader = asyncio.create_task(self._read(), name=f"read-{self.segment.run_id}")
         # However the reader ends (done, broken, cancelled), the recording loop must wake.
         reader.add_done_callback(lambda _task: self._arrived.set())

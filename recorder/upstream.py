@@ -13,10 +13,11 @@ What it does: http and https URLs; Content-Length, chunked and close-delimited b
 timeout on every wait; backpressure (reading pauses while 256 KB wait unread); a pool
 of idle connections kept 2 s (under the 5 s after which common servers close theirs).
 
-A request that meets a pooled connection ending before any byte of an answer goes again
-on another connection (as browsers and Go's client do): that is a server closing an idle
-connection as the request arrived, which it never processed. On a new connection, or
-once any answer came, a request is never repeated: the agent may be running it.
+A request that meets a pooled connection ending at once (within 0.1 s) and before any
+byte of an answer goes again, once, on a new connection: that is a server closing an
+idle connection as the request arrived. Otherwise a request is never repeated: the agent
+may be running it. 1xx interim answers are skipped; at most 64 idle connections are kept
+per agent.
 """
 
 from __future__ import annotations
@@ -35,7 +36,8 @@ import httptools
 
 _HIGH_WATER = 256 * 1024  # unread bytes at which reading pauses
 _LOW_WATER = 64 * 1024
-_STALE_TRIES = 4  # pooled connections tried before a new one
+_STALE_WINDOW = 0.1  # seconds: a pooled connection that dies this fast was closed idle
+_MAX_IDLE = 64  # idle connections kept per agent
 
 
 class UpstreamError(Exception):
@@ -101,6 +103,7 @@ class _Connection(asyncio.Protocol):
         self._decoder: Any = None
         self._until_close = False
         self._stray = False  # bytes after the answer's end: the connection is not reused
+        self._interim = False  # inside a 1xx answer
 
     # -- asyncio.Protocol --------------------------------------------------------------------
 
@@ -112,7 +115,10 @@ class _Connection(asyncio.Protocol):
         try:
             self._parser.feed_data(data)
         except httptools.HttpParserError as exc:
-            self._fail(Disconnected(f"the agent's answer is not valid HTTP: {exc}"))
+            if self.complete:  # garbage after a whole answer: that answer stands
+                self._stray = True
+            else:
+                self._fail(Disconnected(f"the agent's answer is not valid HTTP: {exc}"))
             self.close()
 
     def eof_received(self) -> bool | None:
@@ -120,7 +126,7 @@ class _Connection(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
-        if self._until_close and self.head.done() and self._error is None:
+        if self._until_close and self.head.done() and self._error is None and exc is None:
             self._end_of_body()  # a body without a length ends with the connection
         elif not self.complete:
             reason = f": {exc}" if exc is not None else ""
@@ -140,6 +146,10 @@ class _Connection(asyncio.Protocol):
     def on_headers_complete(self) -> None:
         if self.complete:  # a second answer to one request: ignored, never read as ours
             self._stray = True
+            return
+        if 100 <= self._parser.get_status_code() < 200:
+            self._interim = True  # 100 Continue, 103 Early Hints: the answer follows
+            self._header_list.clear()
             return
         headers: dict[str, str] = {}
         for raw_name, raw_value in self._header_list:
@@ -181,6 +191,9 @@ class _Connection(asyncio.Protocol):
             self._wake()
 
     def on_message_complete(self) -> None:
+        if self._interim:
+            self._interim = False
+            return
         if self.complete:
             self._stray = True
             return
@@ -196,10 +209,10 @@ class _Connection(asyncio.Protocol):
     async def read(self, timeout: float) -> bytes | None:
         """The next bytes of the body, b"" at its end, None if none came within ``timeout``."""
         while not self._buffer:
-            if self._error is not None:
-                raise self._error
             if self.complete:
                 return b""
+            if self._error is not None:
+                raise self._error
             loop = asyncio.get_running_loop()
             waiter = self._waiter = loop.create_future()
             # A timer handle per wait: the cheapest timeout asyncio has.
@@ -232,6 +245,8 @@ class _Connection(asyncio.Protocol):
         )
 
     def recycle(self) -> None:
+        if self._paused and self.transport is not None:
+            self.transport.resume_reading()  # else the next answer is never read
         self._reset_exchange()
         self.idle_since = time.monotonic()
 
@@ -322,16 +337,17 @@ class UpstreamClient:
         """Send ``body``; returns once the answer's head arrived."""
         target = _target(url)
         request = _request(target, body, headers)
-        for _attempt in range(_STALE_TRIES):
-            conn = self._pooled(target.key)
-            if conn is None:
-                break
+        conn = self._pooled(target.key)
+        if conn is not None:
+            sent = time.monotonic()
             try:
                 return await self._exchange(target.key, conn, request)
             except Disconnected:
-                if conn.answered:
-                    raise  # the agent answered something: it had the request
-                # A pooled connection the agent had closed: it never got the request.
+                # Retried once, on a new connection, only when the pooled connection ended
+                # at once and without a byte of answer: the agent had closed it, idle, as
+                # the request came. Later, the agent may have been running the request.
+                if conn.answered or time.monotonic() - sent > _STALE_WINDOW:
+                    raise
         conn = await self._connect(target.key)
         return await self._exchange(target.key, conn, request)
 
@@ -359,11 +375,15 @@ class UpstreamClient:
 
     def _pooled(self, key: tuple[str, str, int]) -> _Connection | None:
         conns = self._idle.get(key)
+        if not conns:
+            return None
         now = time.monotonic()
+        # Oldest first: close the ones kept too long (or closed, or that spoke while idle).
+        while conns and not _fresh(conns[0], now, self.keepalive):
+            conns.pop(0).close()
         while conns:
             conn = conns.pop()
-            # (Bytes that came while it sat idle answer no request of ours: drop it.)
-            if not conn.closed and not conn.answered and now - conn.idle_since < self.keepalive:
+            if _fresh(conn, now, self.keepalive):
                 return conn
             conn.close()
         return None
@@ -388,11 +408,17 @@ class UpstreamClient:
         return conn
 
     def _release(self, key: tuple[str, str, int], conn: _Connection) -> None:
-        if self._closed or not conn.reusable():
+        idle = self._idle.setdefault(key, [])
+        if self._closed or not conn.reusable() or len(idle) >= _MAX_IDLE:
             conn.close()
             return
         conn.recycle()
-        self._idle.setdefault(key, []).append(conn)
+        idle.append(conn)
+
+
+def _fresh(conn: _Connection, now: float, keepalive: float) -> bool:
+    # (Bytes that came while it sat idle answer no request of ours.)
+    return not conn.closed and not conn.answered and now - conn.idle_since < keepalive
 
 
 def _request(target: _Target, body: bytes, headers: dict[str, str]) -> bytes:

@@ -301,6 +301,21 @@ async def test_several_runs_in_one_response(db_url: str, store_for: Any) -> None
     assert (r2.parent_run_id, r2.parent_inferred, r2.status) == ("r1", True, "finished")
 
 
+async def test_many_runs_in_the_first_chunk(db_url: str, store_for: Any) -> None:
+    # The first chunk is recorded before any client reads; however many runs it holds
+    # (more than the output queue's 4 batches), the client gets them all.
+    runs = [
+        b"".join(c.replace(b'"r1"', b'"r%d"' % i).replace(b'"m"', b'"m%d"' % i) for c in RUN)
+        for i in range(1, 8)
+    ]
+    status, frames = await asyncio.wait_for(_scripted(db_url, lambda r: sse([b"".join(runs)])), 30)
+    assert status == 200 and len(frames) == 7 * 5
+    store = await store_for()
+    for i in range(1, 8):
+        assert (await store.get_run(f"r{i}")).status == "finished"
+        assert len(await store.read_events(f"r{i}")) == 5
+
+
 async def test_client_disconnect_keeps_recording(db_url: str, store_for: Any) -> None:
     async with demo_upstream() as upstream, recorder_at(db_url, {"demo": upstream}) as rec:
         body = run_input("t", "r1", forwardedProps={"demo": {"delay": 0.01, "extra": 40}})

@@ -5,7 +5,9 @@ from __future__ import annotations
 import asyncio
 import gzip
 import shutil
+import socket
 import ssl
+import struct
 import subprocess
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -302,4 +304,109 @@ async def test_https(certificate: tuple[Path, Path]) -> None:
         await untrusting.close()
         client = UpstreamClient(ssl_context=ssl.create_default_context(cafile=str(cert)))
         assert await read_all(await client.post(url, b"x", {})) == b"data: tls\n\n"
+        await client.close()
+
+
+async def test_interim_answers_are_skipped() -> None:
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, n: int) -> None:
+        await raw.request(reader, n)
+        writer.write(b"HTTP/1.1 103 Early Hints\r\nLink: </a>; rel=preload\r\n\r\n")
+        writer.write(answer(b"data: 1\n\n"))
+        await writer.drain()
+
+    async with raw_server(handler) as (raw, url):
+        client = UpstreamClient()
+        response = await client.post(url, b"x", {})
+        assert (response.status, "link" in response.headers) == (200, False)
+        assert await read_all(response) == b"data: 1\n\n"
+        await client.close()
+
+
+async def test_a_request_the_agent_held_before_dropping_is_not_sent_again() -> None:
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, n: int) -> None:
+        await raw.request(reader, n)
+        writer.write(answer(b"data: 1\n\n"))
+        await writer.drain()
+        await raw.request(reader, n)
+        await asyncio.sleep(0.3)  # works on it a while, then drops the connection
+
+    async with raw_server(handler) as (raw, url):
+        client = UpstreamClient()
+        await read_all(await client.post(url, b"first", {}))
+        with pytest.raises(Disconnected):
+            await client.post(url, b"second", {})
+        await client.close()
+    assert raw.requests == [(1, b"first"), (1, b"second")]
+
+
+async def test_bytes_after_an_answer_and_a_reset_mid_body() -> None:
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, n: int) -> None:
+        await raw.request(reader, n)
+        if n == 1:  # a whole answer, then garbage: the answer stands
+            writer.write(answer(b"data: 1\n\n") + b"\x00garbage")
+            await writer.drain()
+            await asyncio.sleep(0.3)
+            return
+        # a body without a length, cut by a reset: not a complete answer
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\ndata: 2\n\n")
+        await writer.drain()
+        await asyncio.sleep(0.1)
+        sock = writer.get_extra_info("socket")
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+
+    async with raw_server(handler) as (raw, url):
+        client = UpstreamClient()
+        first = await client.post(url, b"x", {})
+        await asyncio.sleep(0.1)
+        assert await read_all(first) == b"data: 1\n\n"
+        second = await client.post(url, b"y", {})
+        assert await second.readany() == b"data: 2\n\n"
+        with pytest.raises(Disconnected, match="mid-answer"):
+            await second.readany()
+        second.close()
+        await client.close()
+    assert raw.connections == 2  # the first connection, which spoke out of turn, was dropped
+
+
+async def test_a_connection_paused_when_its_answer_ended_is_reused_whole() -> None:
+    big = b"x" * (300 * 1024)  # over the 256 KB at which reading pauses
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, n: int) -> None:
+        for reply in (answer(big), answer(b"ok")):
+            await raw.request(reader, n)
+            writer.write(reply)
+            await writer.drain()
+        await asyncio.sleep(1)
+
+    async with raw_server(handler) as (raw, url):
+        client = UpstreamClient(idle_timeout=2)
+        first = await client.post(url, b"x", {})
+        await asyncio.sleep(0.2)
+        first.close()  # unread, but complete: back to the pool
+        second = await client.post(url, b"y", {})
+        assert await read_all(second) == b"ok"
+        await client.close()
+    assert raw.connections == 1
+
+
+async def test_idle_connections_past_their_time_are_closed() -> None:
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, n: int) -> None:
+        while True:
+            await raw.request(reader, n)
+            writer.write(answer(b"ok"))
+            await writer.drain()
+
+    async with raw_server(handler) as (raw, url):
+        client = UpstreamClient(keepalive=0.2)
+        burst = await asyncio.gather(*(client.post(url, b"x", {}) for _ in range(5)))
+        for response in burst:
+            await read_all(response)
+        pooled = list(client._idle[next(iter(client._idle))])
+        assert len(pooled) == 5
+        await asyncio.sleep(0.12)
+        await read_all(await client.post(url, b"x", {}))  # takes the newest, gives it back
+        await asyncio.sleep(0.12)  # now the other four are past their time, it is not
+        await read_all(await client.post(url, b"x", {}))
+        pooled.remove(client._idle[next(iter(client._idle))][-1])
+        assert all(conn.closed for conn in pooled)  # expired: closed, not left open
         await client.close()

@@ -92,9 +92,9 @@ async def stream(receive: Receive, send: Send, result: Stream) -> None:
             state["left"] = True
             task.cancel()
 
-    await send({"type": "http.response.start", "status": 200, "headers": headers})
     watcher = asyncio.create_task(watch())
     try:
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
         async for chunk in result.chunks:
             await send({"type": "http.response.body", "body": chunk, "more_body": True})
         state["streaming"] = False
@@ -108,6 +108,8 @@ async def stream(receive: Receive, send: Send, result: Stream) -> None:
         watcher.cancel()
         with contextlib.suppress(BaseException):
             await result.chunks.aclose()  # type: ignore[attr-defined]
+        if result.leave is not None:
+            result.leave()  # (closing a generator that never started runs none of it)
 
 
 def header_value(text: str) -> bytes:

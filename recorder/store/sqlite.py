@@ -182,21 +182,24 @@ class SQLiteWriter:
         self._inline: sqlite3.Connection | None = None
         self._since_checkpoint = 0
         self._checkpointing: asyncio.Task[None] | None = None
+        self._closing = False
+        self._inline_ok = True  # False if the database is not in WAL mode
 
     async def run(self, work: Callable[[sqlite3.Connection], T], *, small: bool = False) -> T:
         loop = asyncio.get_running_loop()
         async with self._lock:
-            if small:
-                conn = self._inline or self._connect_inline()
+            conn = self._inline_connection() if small else None
+            if conn is not None:
                 try:
                     conn.execute("BEGIN IMMEDIATE")
+                    result = _finish(conn, work)
                 except sqlite3.OperationalError as exc:
                     if exc.sqlite_errorcode & 0xFF != sqlite3.SQLITE_BUSY:
-                        raise  # (busy: another process writes; wait for it on the thread)
+                        raise
+                    # Busy (another process writes; _finish rolled back): the thread waits.
                 else:
-                    result = _finish(conn, work)
                     self._since_checkpoint += 1
-                    if self._since_checkpoint >= self._CHECKPOINT_EVERY:
+                    if self._since_checkpoint >= self._CHECKPOINT_EVERY and not self._closing:
                         self._since_checkpoint = 0
                         self._checkpointing = asyncio.create_task(self._checkpoint())
                     return result
@@ -211,6 +214,7 @@ class SQLiteWriter:
 
     async def close(self) -> None:
         loop = asyncio.get_running_loop()
+        self._closing = True  # no checkpoint is scheduled from here on
         if self._checkpointing is not None:
             await self._checkpointing
         async with self._lock:
@@ -241,8 +245,17 @@ class SQLiteWriter:
         self._threaded = _connect(self._path, check_same_thread=False)
         return self._threaded
 
-    def _connect_inline(self) -> sqlite3.Connection:
-        self._inline = _connect(self._path, "busy_timeout=0", "wal_autocheckpoint=0")
+    def _inline_connection(self) -> sqlite3.Connection | None:
+        """The loop's connection, or None when writes must wait on the thread: outside WAL
+        mode a commit needs readers gone, and this connection does not wait."""
+        if self._inline is None and self._inline_ok:
+            conn = _connect(self._path, "busy_timeout=0", "wal_autocheckpoint=0")
+            (mode,) = conn.execute("PRAGMA journal_mode").fetchone()
+            if str(mode).lower() == "wal":
+                self._inline = conn
+            else:
+                conn.close()
+                self._inline_ok = False
         return self._inline
 
     def _disconnect(self) -> None:
@@ -291,6 +304,9 @@ class SQLiteStore(SqlStore):
     same errors, one thread hop per transaction."""
 
     _writer: SQLiteWriter
+    # An append is never left half-done by its caller's cancellation: small ones run
+    # without yielding, large ones keep the thread's transaction going (GroupCommitter).
+    append_survives_cancel = True
 
     @classmethod
     async def open_file(cls, url: str, path: str) -> SQLiteStore:
