@@ -320,27 +320,27 @@ class RunRecording:
 
     async def run(self, go_on: bool = True) -> None:
         self._ran = True
-        reader = asyncio.create_task(self._read(), name=f"read-{self.segment.run_id}")
-        # However the reader ends (done, broken, cancelled), the recording loop must wake.
-        reader.add_done_callback(lambda _task: self._arrived.set())
-        if not go_on:
-            reader.cancel()
+        reader: asyncio.Task[None] | None = None
         try:
             if self._early is not None:
                 await self._upstream_failed(self._early)
             elif go_on:
+                reader = asyncio.create_task(self._read(), name=f"read-{self.segment.run_id}")
+                # However the reader ends (done, broken, cancelled), the loop must wake.
+                reader.add_done_callback(lambda _task: self._arrived.set())
                 await self._record_until(reader)
-            if reader.done() and not reader.cancelled() and reader.exception() is not None:
-                await self._upstream_failed(reader.exception())
+                if reader.done() and not reader.cancelled() and reader.exception() is not None:
+                    await self._upstream_failed(reader.exception())
         except asyncio.CancelledError:
             await self._close_with(
                 "the client disconnected; recording stopped", "client_disconnected"
             )
             raise
         finally:
-            reader.cancel()
-            with contextlib.suppress(BaseException):
-                await reader
+            if reader is not None:
+                reader.cancel()
+                with contextlib.suppress(BaseException):
+                    await reader
             self.response.close()
             with contextlib.suppress(Exception):
                 await self._finish()

@@ -83,7 +83,6 @@ class _Connection(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
         self.closed = False
         self.idle_since = 0.0
-        self._lost: BaseException | None = None
         self._reset_exchange()
 
     def _reset_exchange(self) -> None:
@@ -118,7 +117,7 @@ class _Connection(asyncio.Protocol):
             if self.complete:  # garbage after a whole answer: that answer stands
                 self._stray = True
             else:
-                self._fail(Disconnected(f"the agent's answer is not valid HTTP: {exc}"))
+                self.fail(Disconnected(f"the agent's answer is not valid HTTP: {exc}"))
             self.close()
 
     def eof_received(self) -> bool | None:
@@ -131,11 +130,9 @@ class _Connection(asyncio.Protocol):
         elif not self.complete:
             reason = f": {exc}" if exc is not None else ""
             if not self.head.done():
-                self._fail(
-                    Disconnected(f"the agent closed the connection before answering{reason}")
-                )
+                self.fail(Disconnected(f"the agent closed the connection before answering{reason}"))
             else:
-                self._fail(Disconnected(f"the agent closed the connection mid-answer{reason}"))
+                self.fail(Disconnected(f"the agent closed the connection mid-answer{reason}"))
         self._wake()
 
     # -- httptools callbacks -----------------------------------------------------------------
@@ -162,7 +159,7 @@ class _Connection(asyncio.Protocol):
         if encoding in ("gzip", "x-gzip", "deflate"):
             self._decoder = zlib.decompressobj(wbits=47)  # zlib or gzip, by their header
         elif encoding != "identity":
-            self._fail(Disconnected(f"the agent's answer uses content-encoding {encoding!r}"))
+            self.fail(Disconnected(f"the agent's answer uses content-encoding {encoding!r}"))
         self._until_close = (
             "content-length" not in headers
             and "chunked" not in headers.get("transfer-encoding", "").lower()
@@ -180,7 +177,7 @@ class _Connection(asyncio.Protocol):
             try:
                 body = self._decoder.decompress(body)
             except zlib.error as exc:
-                self._fail(Disconnected(f"the agent's compressed answer is corrupt: {exc}"))
+                self.fail(Disconnected(f"the agent's compressed answer is corrupt: {exc}"))
                 return
         if body:
             self._buffer.append(body)
@@ -255,9 +252,6 @@ class _Connection(asyncio.Protocol):
         if self.transport is not None:
             self.transport.close()
 
-    def give_up(self, error: UpstreamError) -> None:
-        self._fail(error)
-
     def _end_of_body(self) -> None:
         if self._decoder is not None:
             rest = self._decoder.flush()
@@ -266,12 +260,12 @@ class _Connection(asyncio.Protocol):
         self.complete = True
         self._wake()
 
-    def _fail(self, error: UpstreamError) -> None:
+    def fail(self, error: UpstreamError) -> None:
         if self._error is None:
             self._error = error
         if not self.head.done():
             self.head.set_exception(error)
-            self.head.exception()  # retrieved here; the caller sees it through wait_head
+            self.head.exception()  # marked retrieved; the request awaiting it still raises it
         self._wake()
 
     def _wake(self) -> None:
@@ -362,7 +356,7 @@ class UpstreamClient:
         self, key: tuple[str, str, int], conn: _Connection, request: bytes
     ) -> Response:
         late = UpstreamTimeout(f"the agent did not answer within {self.idle_timeout:g} s")
-        timer = asyncio.get_running_loop().call_later(self.idle_timeout, conn.give_up, late)
+        timer = asyncio.get_running_loop().call_later(self.idle_timeout, conn.fail, late)
         try:
             conn.send(request)
             await conn.head

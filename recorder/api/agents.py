@@ -8,25 +8,12 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response, StreamingResponse
 
 from recorder.api.deps import RuntimeDep, TokenDep
+from recorder.api.proxy_endpoint import SSE_HEADERS, read_body
 from recorder.errors import InputError, ThreadNotFound
-from recorder.proxy import BodyTooLarge, Relay, Stream, parse_run_input
+from recorder.proxy import Relay, Stream, parse_run_input
 from recorder.replay import ThreadStream
 
 router = APIRouter(tags=["agents"])
-
-SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
-
-
-async def read_body(request: Request, limit: int) -> bytes:
-    declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limit:
-        raise BodyTooLarge(f"request body is {declared} bytes; the limit is {limit}")
-    body = bytearray()
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > limit:
-            raise BodyTooLarge(f"request body exceeds the limit of {limit} bytes")
-    return bytes(body)
 
 
 def respond(result: Relay | Stream) -> Response:
@@ -54,7 +41,8 @@ async def connect(
     compact: bool = Query(False, description="one synthetic run holding only snapshots"),
 ) -> Response:
     runtime.proxy.upstream(name)
-    body = await read_body(request, runtime.settings.max_body_bytes)
+    limit = runtime.settings.max_body_bytes
+    body = await read_body(request.scope, request.receive, limit) or b""  # (b"": client left)
     try:
         posted = parse_run_input(body)
     except InputError:

@@ -23,7 +23,10 @@ from recorder.errors import RecorderError
 from recorder.proxy import BodyTooLarge, Relay, Stream
 from recorder.runtime import Runtime
 
-SSE_HEADERS = [(b"cache-control", b"no-cache"), (b"x-accel-buffering", b"no")]
+SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}  # every SSE answer
+_SSE_HEAD = [(b"content-type", b"text/event-stream")] + [
+    (name.encode(), value.encode()) for name, value in SSE_HEADERS.items()
+]
 
 
 class ProxyEndpoint:
@@ -52,7 +55,7 @@ async def read_body(scope: Scope, receive: Receive, limit: int) -> bytes | None:
     declared = Headers(scope=scope).get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
         raise BodyTooLarge(f"request body is {declared} bytes; the limit is {limit}")
-    body = b""
+    body = bytearray()
     more = True
     while more:
         message = await receive()
@@ -62,7 +65,7 @@ async def read_body(scope: Scope, receive: Receive, limit: int) -> bytes | None:
         if len(body) > limit:
             raise BodyTooLarge(f"request body exceeds the limit of {limit} bytes")
         more = message.get("more_body", False)
-    return body
+    return bytes(body)
 
 
 async def send_whole(send: Send, status: int, body: bytes, content_type: str) -> None:
@@ -77,11 +80,7 @@ async def send_whole(send: Send, status: int, body: bytes, content_type: str) ->
 async def stream(receive: Receive, send: Send, result: Stream) -> None:
     """Send the run's chunks as they come. A client that leaves closes the chunk iterator
     at once (the recording notices and carries on without it), even while no chunk is due."""
-    headers = [
-        (b"content-type", b"text/event-stream"),
-        *SSE_HEADERS,
-        (b"x-recorder-run-id", header_value(result.run_id)),
-    ]
+    headers = [*_SSE_HEAD, (b"x-recorder-run-id", header_value(result.run_id))]
     task = asyncio.current_task()
     state = {"streaming": True, "left": False}
 

@@ -9,8 +9,9 @@ from fastapi import APIRouter, Header, Query, Request
 from fastapi.responses import Response, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
-from recorder.api.agents import SSE_HEADERS, respond
+from recorder.api.agents import respond
 from recorder.api.deps import RuntimeDep, TokenDep
+from recorder.api.proxy_endpoint import SSE_HEADERS
 from recorder.api.views import JSON, event_view, run_view
 from recorder.errors import InputError
 from recorder.fork import ForkRequest, plan_fork

@@ -8,8 +8,8 @@ from typing import Any
 from fastapi import APIRouter, Query
 from fastapi.responses import StreamingResponse
 
-from recorder.api.agents import SSE_HEADERS
 from recorder.api.deps import RuntimeDep, TokenDep
+from recorder.api.proxy_endpoint import SSE_HEADERS
 from recorder.api.views import JSON, run_tree, thread_view
 from recorder.errors import InputError
 from recorder.replay import ThreadStream

@@ -223,11 +223,7 @@ class SqlStore:
 
     async def set_summary(self, thread_id: str, summary: str) -> None:
         async with self._dialect.write_transaction(self._engine) as conn:
-            await conn.execute(
-                update(schema.threads)
-                .where(schema.threads.c.thread_id == thread_id)
-                .values(summary=summary)
-            )
+            await conn.execute(text(SET_SUMMARY), {"summary": summary, "thread_id": thread_id})
 
     async def save_checkpoint(self, run_id: str, seq: int, data: bytes) -> None:
         try:
@@ -372,21 +368,12 @@ class SqlStore:
         not collide, and concurrent runs on it line up, each seeing the one before.
         """
         th = schema.threads
-        await conn.execute(
-            text(
-                "INSERT INTO threads (thread_id, agent, created_at, updated_at, run_count) "
-                "VALUES (:thread_id, :agent, :now, :now, 0) ON CONFLICT (thread_id) DO NOTHING"
-            ),
-            {"thread_id": run.thread_id, "agent": run.agent, "now": now},
-        )
+        params = thread_claim(run, now)
+        await conn.execute(text(INSERT_THREAD), params)
         latest = await conn.scalar(
             select(th.c.latest_run_id).where(th.c.thread_id == run.thread_id).with_for_update()
         )
-        await conn.execute(
-            update(th)
-            .where(th.c.thread_id == run.thread_id)
-            .values(updated_at=now, run_count=th.c.run_count + 1, latest_run_id=run.run_id)
-        )
+        await conn.execute(text(CLAIM_THREAD), params)
         return None if latest is None else str(latest)
 
     async def _append(
@@ -423,6 +410,23 @@ SUMMARY_OF_RUN = (
     "UPDATE threads SET summary = :summary "
     "WHERE thread_id = (SELECT thread_id FROM runs WHERE run_id = :run_id)"
 )
+SET_SUMMARY = "UPDATE threads SET summary = :summary WHERE thread_id = :thread_id"
+# A new run claims its thread: the row is inserted if absent (``thread_claim`` params),
+# then, once the caller has read (and on PostgreSQL locked) its latest run, updated.
+INSERT_THREAD = (
+    "INSERT INTO threads (thread_id, agent, created_at, updated_at, run_count) "
+    "VALUES (:thread_id, :agent, :now, :now, 0) ON CONFLICT (thread_id) DO NOTHING"
+)
+CLAIM_THREAD = (
+    "UPDATE threads SET updated_at = :now, run_count = run_count + 1, latest_run_id = :run_id "
+    "WHERE thread_id = :thread_id"
+)
+
+
+def thread_claim(run: NewRun, now: float) -> dict[str, Any]:
+    return {"thread_id": run.thread_id, "agent": run.agent, "now": now, "run_id": run.run_id}
+
+
 CLAIM = (
     "UPDATE runs SET event_count = event_count + ?, heartbeat_at = ? WHERE run_id = ? "
     "RETURNING thread_id, event_count, status"

@@ -30,7 +30,10 @@ from recorder.store.errors import translate_common
 from recorder.store.model import Appended, NewEvent, NewRun, Run
 from recorder.store.sql import (
     CLAIM,
+    CLAIM_THREAD,
+    INSERT_THREAD,
     MAX_POSITION,
+    SET_SUMMARY,
     SUMMARY_OF_RUN,
     EventRow,
     SqlStore,
@@ -39,6 +42,7 @@ from recorder.store.sql import (
     new_run,
     run_values,
     status_values,
+    thread_claim,
 )
 
 T = TypeVar("T")
@@ -191,12 +195,11 @@ class SQLiteWriter:
             conn = self._inline_connection() if small else None
             if conn is not None:
                 try:
-                    conn.execute("BEGIN IMMEDIATE")
-                    result = _finish(conn, work)
+                    result = _transact(conn, work)
                 except sqlite3.OperationalError as exc:
                     if exc.sqlite_errorcode & 0xFF != sqlite3.SQLITE_BUSY:
                         raise
-                    # Busy (another process writes; _finish rolled back): the thread waits.
+                    # Busy (another process writes; rolled back): the thread waits.
                 else:
                     self._since_checkpoint += 1
                     if self._since_checkpoint >= self._CHECKPOINT_EVERY and not self._closing:
@@ -225,9 +228,7 @@ class SQLiteWriter:
                 self._inline = None
 
     def _transaction(self, work: Callable[[sqlite3.Connection], T]) -> T:
-        conn = self._threaded or self._connect_threaded()
-        conn.execute("BEGIN IMMEDIATE")
-        return _finish(conn, work)
+        return _transact(self._threaded or self._connect_threaded(), work)
 
     async def _checkpoint(self) -> None:
         # Under the write lock, like SQLite's own autocheckpoint after a commit: with writes
@@ -271,8 +272,9 @@ def _connect(path: str, *pragmas: str, check_same_thread: bool = True) -> sqlite
     return conn
 
 
-def _finish(conn: sqlite3.Connection, work: Callable[[sqlite3.Connection], T]) -> T:
-    """Run ``work`` in the transaction just begun on ``conn``; commit, or roll back."""
+def _transact(conn: sqlite3.Connection, work: Callable[[sqlite3.Connection], T]) -> T:
+    """Run ``work`` in a write transaction on ``conn``; commit, or roll back."""
+    conn.execute("BEGIN IMMEDIATE")
     try:
         result = work(conn)
         conn.execute("COMMIT")
@@ -283,25 +285,16 @@ def _finish(conn: sqlite3.Connection, work: Callable[[sqlite3.Connection], T]) -
     return result
 
 
-_INSERT_THREAD = (
-    "INSERT INTO threads (thread_id, agent, created_at, updated_at, run_count) "
-    "VALUES (?, ?, ?, ?, 0) ON CONFLICT (thread_id) DO NOTHING"
-)
 _LATEST_RUN = "SELECT latest_run_id FROM threads WHERE thread_id = ?"
-_CLAIM_THREAD = (
-    "UPDATE threads SET updated_at = ?, run_count = run_count + 1, latest_run_id = ? "
-    "WHERE thread_id = ?"
-)
 _INSERT_INPUT = "INSERT INTO run_inputs (run_id, input) VALUES (?, ?)"
-_SET_SUMMARY = "UPDATE threads SET summary = ? WHERE thread_id = ?"
 # What counts as a small transaction, run on the event loop (see SQLiteWriter).
 _SMALL_EVENTS = 32
 _SMALL_BYTES = 64 * 1024
 
 
 class SQLiteStore(SqlStore):
-    """``SqlStore`` whose recording path runs on ``SQLiteWriter``: same SQL, same results,
-    same errors, one thread hop per transaction."""
+    """``SqlStore`` whose recording path runs on ``SQLiteWriter``: same results, same
+    errors, one transaction per call and at most one thread hop (none for small ones)."""
 
     _writer: SQLiteWriter
     # An append is never left half-done by its caller's cancellation: small ones run
@@ -323,10 +316,12 @@ class SQLiteStore(SqlStore):
         now = run.created_at if run.created_at is not None else time.time()
         values = run_values(run, now)
 
+        params = thread_claim(run, now)
+
         def work(conn: sqlite3.Connection) -> None:
-            conn.execute(_INSERT_THREAD, (run.thread_id, run.agent, now, now))
+            conn.execute(INSERT_THREAD, params)
             (latest,) = conn.execute(_LATEST_RUN, (run.thread_id,)).fetchone()
-            conn.execute(_CLAIM_THREAD, (now, run.run_id, run.thread_id))
+            conn.execute(CLAIM_THREAD, params)
             if run.infer_parent and run.parent_run_id is None:
                 values["parent_run_id"], values["parent_inferred"] = latest, latest is not None
             columns = ", ".join(values)
@@ -396,8 +391,7 @@ class SQLiteStore(SqlStore):
 
     async def set_summary(self, thread_id: str, summary: str) -> None:
         try:
-            await self._writer.run(
-                lambda conn: conn.execute(_SET_SUMMARY, (summary, thread_id)), small=True
-            )
+            params = {"summary": summary, "thread_id": thread_id}
+            await self._writer.run(lambda conn: conn.execute(SET_SUMMARY, params), small=True)
         except Exception as exc:
             raise self._translated(exc) from exc
