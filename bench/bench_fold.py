@@ -2,7 +2,7 @@
 
 A mixed AG-UI stream, generated deterministically (seeded): text deltas, tool calls with
 their results, and per 100 events one 2-10 KB STATE_SNAPSHOT and a few STATE_DELTAs, fed as
-raw frames. Prints events/s for ``recorder.projector.fold`` and for a loop that only
+raw frames. Prints events/s for ``recorder.reference.projector.fold`` and for a loop that only
 ``orjson.loads`` the same frames, and their ratio (medians of several repetitions).
 
     .venv/bin/python bench/bench_fold.py [--events 100000] [--repeat 5] [--seed 7]
@@ -19,7 +19,7 @@ from typing import Any
 
 import orjson
 
-from recorder.projector import fold
+from recorder.reference.projector import fold
 
 
 def state_snapshot(rng: random.Random) -> dict[str, Any]:

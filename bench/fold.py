@@ -1,4 +1,4 @@
-"""The fold: ``recorder.projector.fold`` on the mixed stream, against only parsing it.
+"""The fold: ``recorder.reference.projector.fold`` on the mixed stream, against only parsing it.
 
 The two workloads are ``bench/bench_fold.py``'s (also a script of its own), measured here
 on this package's "mixed" workload.

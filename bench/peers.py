@@ -39,8 +39,8 @@ import orjson
 from bench.context import Context, store_url
 from bench.report import Row, at_least, at_most
 from bench.workload import WORDS
-from recorder.history import History
 from recorder.store import EventStore, NewEvent, NewRun, open_store
+from recorder.timetravel.history import History
 
 INSTALL = "pip install -r bench/requirements.txt"
 MAX_TODOS = 30

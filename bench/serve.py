@@ -148,7 +148,7 @@ def main(argv: list[str] | None = None) -> None:
     elif args.kind == "bare":
         app = bare_app(agents)
     else:
-        from recorder.server import settle_heap
+        from recorder.cli.serve import settle_heap
 
         app = recorder_app(args, agents)
         settle_heap()  # as `recorder serve` does

@@ -23,8 +23,8 @@ from bench.context import SEED, Context, store_url
 from bench.report import Row
 from bench.store import typed
 from bench.workload import mixed_events
-from recorder.history import History
 from recorder.store import EventStore, NewRun, open_store
+from recorder.timetravel.history import History
 
 RUN_ID = "state-run"
 THREAD_ID = "state-thread"

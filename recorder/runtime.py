@@ -7,10 +7,10 @@ import contextlib
 import time
 
 from recorder.config import Settings
-from recorder.history import History
-from recorder.proxy import Proxy, new_owner
+from recorder.proxy.proxy import Proxy, new_owner
+from recorder.proxy.upstream import UpstreamClient
 from recorder.store import EventStore, open_store
-from recorder.upstream import UpstreamClient
+from recorder.timetravel.history import History
 
 
 class Runtime:

@@ -18,7 +18,7 @@ from starlette.routing import Route
 
 from recorder.api import create_app
 from recorder.config import Settings
-from recorder.demo import create_demo_app
+from recorder.demo_agent import create_demo_app
 from tests.conftest import INTEROP
 
 

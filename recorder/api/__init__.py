@@ -82,7 +82,7 @@ def create_app(settings: Settings | None = None, *, store: EventStore | None = N
 
     document_proxy(app)
     if settings.demo_agent:
-        from recorder.demo import create_demo_app
+        from recorder.demo_agent import create_demo_app
 
         app.mount("/demo-agent", create_demo_app())
     return app

@@ -10,8 +10,8 @@ from fastapi.responses import Response, StreamingResponse
 from recorder.api.deps import RuntimeDep, TokenDep
 from recorder.api.proxy_endpoint import SSE_HEADERS, read_body
 from recorder.errors import InputError, ThreadNotFound
-from recorder.proxy import Relay, Stream, parse_run_input
-from recorder.replay import ThreadStream
+from recorder.proxy.proxy import Relay, Stream, parse_run_input
+from recorder.timetravel.replay import ThreadStream
 
 router = APIRouter(tags=["agents"])
 

@@ -16,7 +16,7 @@ from recorder.errors import (
     RunClosed,
     StoreUnavailable,
 )
-from recorder.proxy import BodyTooLarge, TooManyRuns
+from recorder.proxy.proxy import BodyTooLarge, TooManyRuns
 from recorder.runtime import Runtime
 
 

@@ -20,7 +20,7 @@ from starlette.types import Receive, Scope, Send
 
 from recorder.api.deps import status_for
 from recorder.errors import RecorderError
-from recorder.proxy import BodyTooLarge, Relay, Stream
+from recorder.proxy.proxy import BodyTooLarge, Relay, Stream
 from recorder.runtime import Runtime
 
 SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}  # every SSE answer

@@ -14,8 +14,8 @@ from recorder.api.deps import RuntimeDep, TokenDep
 from recorder.api.proxy_endpoint import SSE_HEADERS
 from recorder.api.views import JSON, event_view, run_view
 from recorder.errors import InputError
-from recorder.fork import ForkRequest, plan_fork
-from recorder.replay import stream_run
+from recorder.timetravel.fork import ForkRequest, plan_fork
+from recorder.timetravel.replay import stream_run
 
 router = APIRouter(tags=["runs"], dependencies=[TokenDep])
 

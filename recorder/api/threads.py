@@ -12,9 +12,9 @@ from recorder.api.deps import RuntimeDep, TokenDep
 from recorder.api.proxy_endpoint import SSE_HEADERS
 from recorder.api.views import JSON, run_tree, thread_view
 from recorder.errors import InputError
-from recorder.replay import ThreadStream
 from recorder.store import ThreadFilter
 from recorder.store.model import STATUSES
+from recorder.timetravel.replay import ThreadStream
 
 router = APIRouter(tags=["threads"], dependencies=[TokenDep])
 

@@ -8,8 +8,8 @@ from typing import Any
 import orjson
 from fastapi.responses import Response
 
-from recorder.events import RecordedEvent, decode
 from recorder.store import Run, Thread
+from recorder.wire.events import RecordedEvent, decode
 
 
 def iso(ts: float | None) -> str | None:

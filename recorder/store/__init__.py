@@ -6,7 +6,6 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from recorder.errors import ConfigError
-from recorder.events import RecordedEvent
 from recorder.store.model import (
     Appended,
     NewEvent,
@@ -16,6 +15,7 @@ from recorder.store.model import (
     Thread,
     ThreadFilter,
 )
+from recorder.wire.events import RecordedEvent
 
 
 class EventStore(Protocol):

@@ -13,9 +13,9 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
 from recorder.errors import StoreError, StoreUnavailable
-from recorder.events import RecordedEvent
 from recorder.store.errors import translate_common
 from recorder.store.sql import EventRow
+from recorder.wire.events import RecordedEvent
 
 CHANNEL = "recorder_events"
 _COLUMNS = ["position", "thread_id", "run_id", "seq", "type", "payload", "recorded_at", "origin"]

@@ -30,7 +30,6 @@ from recorder.errors import (
     StoreError,
     ThreadNotFound,
 )
-from recorder.events import RecordedEvent
 from recorder.store import schema
 from recorder.store.model import (
     RUNNING,
@@ -44,6 +43,7 @@ from recorder.store.model import (
     Thread,
     ThreadFilter,
 )
+from recorder.wire.events import RecordedEvent
 
 EventRow = tuple[int, str, str, int, str | None, bytes, float, str]
 

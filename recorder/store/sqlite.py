@@ -25,7 +25,6 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
 from recorder.errors import Conflict, RunNotFound, StoreError, StoreUnavailable
-from recorder.events import RecordedEvent
 from recorder.store.errors import translate_common
 from recorder.store.model import Appended, NewEvent, NewRun, Run
 from recorder.store.sql import (
@@ -44,6 +43,7 @@ from recorder.store.sql import (
     status_values,
     thread_claim,
 )
+from recorder.wire.events import RecordedEvent
 
 T = TypeVar("T")
 _PRAGMAS = ("journal_mode=WAL", "synchronous=NORMAL", "foreign_keys=ON", "busy_timeout=30000")

@@ -1,0 +1,105 @@
+"""The state at a point: a run's starting point plus the fold of its events, with checkpoints.
+
+A point is ``(run, seq)``: after event ``seq`` of that run (``-1``: before its first event).
+The starting point of a run is what its agent was given (the posted RunAgentInput's
+messages and state); imported runs without one use RUN_STARTED's ``input``, and failing
+that the projection at the parent's fork point. From there the run's own events are
+folded, so the cost never grows with the thread, and checkpoints (derived data in their
+own table, safe to drop) bound it inside long runs too: a run's prefix never changes, so a
+checkpoint at ``seq`` stays true while the run goes on.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from recorder.errors import InputError
+from recorder.reference.projector import Projection, Projector
+from recorder.store import EventStore, Run
+from recorder.wire.events import decode
+
+_PAGE = 2000
+
+
+@dataclass(frozen=True, slots=True)
+class StartingPoint:
+    messages: list[dict[str, Any]]
+    state: Any
+    source: str  # "input", "run_started", "parent" or "empty"
+
+
+class History:
+    def __init__(self, store: EventStore, *, checkpoint_every: int = 1000) -> None:
+        self.store = store
+        self.checkpoint_every = checkpoint_every
+
+    async def starting_point(self, run: Run, _depth: int = 0) -> StartingPoint:
+        posted = decode(run.input) if run.input is not None else None
+        if posted is not None:
+            return _from_input(posted, "input")
+        first = await self.store.read_events(run.run_id, limit=1)
+        started = decode(first[0].payload) if first else None
+        if (
+            started
+            and started.get("type") == "RUN_STARTED"
+            and isinstance(started.get("input"), dict)
+        ):
+            return _from_input(started["input"], "run_started")
+        if run.parent_run_id is not None and _depth < 100:
+            try:
+                parent = await self.store.get_run(run.parent_run_id)
+            except Exception:
+                parent = None
+            if parent is not None:
+                at = await self.project(parent, run.parent_seq, _depth=_depth + 1)
+                return StartingPoint(at.messages, at.state, "parent")
+        return StartingPoint([], {}, "empty")
+
+    async def project(self, run: Run, seq: int | None = None, *, _depth: int = 0) -> Projection:
+        """Messages, state and pending interrupts after event ``seq`` (default: the last)."""
+        last = run.event_count - 1
+        target = last if seq is None else seq
+        if target < -1:
+            raise InputError(f"seq must be -1 or more, got {target}")
+        target = min(target, last)
+        projector, done = await self._resume_point(run, target, _depth)
+        await self._fold(run, projector, done, target)
+        return projector.take()
+
+    async def _resume_point(self, run: Run, target: int, depth: int) -> tuple[Projector, int]:
+        if target >= self.checkpoint_every - 1:
+            found = await self.store.nearest_checkpoint(run.run_id, target)
+            if found is not None:
+                return Projector.restore(found[1]), found[0]
+        start = await self.starting_point(run, depth)
+        # The starting point was decoded for this call alone: the projector may own it.
+        return Projector(start.messages, start.state, copy=False), -1
+
+    async def _fold(self, run: Run, projector: Projector, done: int, target: int) -> None:
+        every = self.checkpoint_every
+        while done < target:
+            page = await self.store.read_events(run.run_id, gt=done, lte=min(target, done + _PAGE))
+            if not page:
+                return
+            for event in page:
+                projector.feed(event.payload)
+                if event.seq % every == every - 1 and event.seq < target:
+                    await self.store.save_checkpoint(run.run_id, event.seq, projector.checkpoint())
+            done = page[-1].seq
+
+
+def _from_input(posted: dict[str, Any], source: str) -> StartingPoint:
+    messages = posted.get("messages")
+    state = posted.get("state")
+    return StartingPoint(
+        [m for m in messages if isinstance(m, dict)] if isinstance(messages, list) else [],
+        {} if state is None else state,
+        source,
+    )
+
+
+def projection_json(projection: Projection) -> bytes:
+    return orjson.dumps(projection.to_json())

@@ -1,0 +1,188 @@
+"""Replay: a run's exact frames (with resume and live tail), and a thread as one valid stream.
+
+Single-run replay is exact: the recorded frames, ``id: <seq>`` each, nothing added.
+
+A thread cannot be replayed by concatenating frames: a run's starting messages (the posted
+input) are in no frame, and a fork repeats its parent's message ids. So the thread stream
+follows the current branch (root to latest run) and, right after each RUN_STARTED, adds a
+MESSAGES_SNAPSHOT and a STATE_SNAPSHOT of that run's starting point (``origin=recorder``;
+frames we add carry no ``id:``). An ancestor is cut at its child's fork point; a run that
+does not end with a terminal event is closed with a RUN_ERROR; frames the reference client
+would reject (garbage, lifecycle violations) are left out, so a fresh client accepts the
+whole stream and folds it into the thread's current messages and state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import orjson
+
+from recorder.reference.check import StreamCheck
+from recorder.store import EventStore, Run
+from recorder.store.model import RUNNING
+from recorder.timetravel.history import History
+from recorder.wire.events import RecordedEvent, decode
+from recorder.wire.sse import encode_frame
+
+_PAGE = 1000
+# Only the reference client's own metadata key: make the snapshot authoritative for every
+# activity type, so activity messages of earlier runs do not linger (reference 3.3).
+_AUTHORITATIVE = {"@ag-ui/client": {"authoritativeActivityTypes": None}}
+
+
+async def stream_run(
+    store: EventStore, run_id: str, *, after_seq: int = -1, live: bool = True, poll: float = 0.5
+) -> AsyncIterator[bytes]:
+    """The run's frames after ``after_seq``, then (``live``) new ones until the run ends."""
+    async for page in _pages(store, run_id, after_seq, live, poll):
+        yield b"".join(encode_frame(e.payload, e.seq) for e in page)
+
+
+async def _pages(
+    store: EventStore,
+    run_id: str,
+    after_seq: int,
+    live: bool,
+    poll: float,
+    upto: int | None = None,
+) -> AsyncIterator[list[RecordedEvent]]:
+    done = after_seq
+    while True:
+        page = await store.read_events(run_id, gt=done, lte=upto, limit=_PAGE)
+        if page:
+            done = page[-1].seq
+            yield page
+            continue
+        if not live:
+            return
+        run = await store.get_run(run_id)
+        if run.status != RUNNING:
+            # The status changes after the last append: one more read catches the tail.
+            tail = await store.read_events(run_id, gt=done)
+            if tail:
+                yield tail
+            return
+        await store.wait(poll)
+
+
+class ThreadStream:
+    """The thread's current branch as one stream a fresh client accepts."""
+
+    def __init__(self, store: EventStore, history: History, *, live: bool = True) -> None:
+        self.store = store
+        self.history = history
+        self.live = live
+        # The reference client's own checks in its order (compatibility, enforcement,
+        # chunks, lifecycle): a frame it would reject is left out of the stream.
+        self.check = StreamCheck()
+
+    async def frames(self, thread_id: str, *, compact: bool = False) -> AsyncIterator[bytes]:
+        thread = await self.store.get_thread(thread_id)
+        if thread.latest_run_id is None:
+            return
+        branch = await self.store.lineage(thread.latest_run_id)
+        branch = [r for r in branch if r.thread_id == thread_id] or branch[-1:]
+        if compact:
+            async for chunk in self._compact(branch):
+                yield chunk
+            return
+        for index, run in enumerate(branch):
+            cut = branch[index + 1].parent_seq if index + 1 < len(branch) else None
+            async for chunk in self._run(run, cut, last=index == len(branch) - 1):
+                yield chunk
+
+    async def _compact(self, branch: list[Run]) -> AsyncIterator[bytes]:
+        latest = branch[-1]
+        settled = latest
+        if latest.status == RUNNING and len(branch) > 1:
+            settled = branch[-2]
+        at = await self.history.project(settled)
+        frames: list[dict[str, Any]] = [
+            {
+                "type": "RUN_STARTED",
+                "threadId": settled.thread_id,
+                "runId": f"{settled.run_id}~compact",
+            },
+            {"type": "MESSAGES_SNAPSHOT", "messages": at.messages, "metadata": _AUTHORITATIVE},
+            {"type": "STATE_SNAPSHOT", "snapshot": at.state},
+            _finished(settled, at.pending_interrupts),
+        ]
+        yield self._emit_all(frames)
+        if latest.status == RUNNING and latest is not settled:
+            async for chunk in self._run(latest, None, last=True):
+                yield chunk
+
+    async def _run(self, run: Run, cut: int | None, *, last: bool) -> AsyncIterator[bytes]:
+        start = await self.history.starting_point(run)
+        opened = False
+        terminal = False
+        live = self.live and last
+        async for page in _pages(self.store, run.run_id, -1, live, 0.5, upto=cut):
+            out: list[bytes] = []
+            for event in page:
+                obj = decode(event.payload)
+                if obj is None:
+                    continue
+                kind = obj.get("type")
+                if not opened and kind != "RUN_STARTED":
+                    out.append(self._emit(_started(run)))
+                    out.append(self._snapshots(start.messages, start.state))
+                    opened = True
+                if kind == "RUN_STARTED" and opened and not terminal:
+                    continue  # a second start inside one recorded run: not replayable as such
+                if self.check.feed(obj) is not None:
+                    continue
+                out.append(encode_frame(event.payload, f"{run.run_id}:{event.seq}"))
+                if kind == "RUN_STARTED":
+                    opened, terminal = True, False
+                    out.append(self._snapshots(start.messages, start.state))
+                elif kind in ("RUN_FINISHED", "RUN_ERROR"):
+                    terminal = True
+            if out:
+                yield b"".join(out)
+        tail: list[bytes] = []
+        if not opened:
+            tail.append(self._emit(_started(run)))
+            tail.append(self._snapshots(start.messages, start.state))
+        if not terminal:
+            reason = "cut at the fork point" if cut is not None else f"run is {run.status}"
+            tail.append(
+                self._emit(
+                    {"type": "RUN_ERROR", "message": f"replay: {reason}", "code": "replay_closed"}
+                )
+            )
+        if tail:
+            yield b"".join(tail)
+
+    def _snapshots(self, messages: list[dict[str, Any]], state: Any) -> bytes:
+        return self._emit_all(
+            [
+                {"type": "MESSAGES_SNAPSHOT", "messages": messages, "metadata": _AUTHORITATIVE},
+                {"type": "STATE_SNAPSHOT", "snapshot": state},
+            ]
+        )
+
+    def _emit_all(self, frames: list[dict[str, Any]]) -> bytes:
+        return b"".join(self._emit(f) for f in frames)
+
+    def _emit(self, frame: dict[str, Any]) -> bytes:
+        self.check.feed(frame)
+        return encode_frame(orjson.dumps(frame))
+
+
+def _started(run: Run) -> dict[str, Any]:
+    return {"type": "RUN_STARTED", "threadId": run.thread_id, "runId": run.run_id}
+
+
+def _finished(run: Run, interrupts: list[dict[str, Any]]) -> dict[str, Any]:
+    outcome: dict[str, Any] = {"type": "success"}
+    if interrupts:
+        outcome = {"type": "interrupt", "interrupts": interrupts}
+    return {
+        "type": "RUN_FINISHED",
+        "threadId": run.thread_id,
+        "runId": f"{run.run_id}~compact",
+        "outcome": outcome,
+    }

@@ -1,0 +1,97 @@
+"""The state at a point: starting points, checkpoints (derived, rebuildable), bounded cost."""
+
+from __future__ import annotations
+
+import orjson
+import pytest
+from sqlalchemy import text
+
+from bench.workload import mixed_events
+from recorder.errors import InputError
+from recorder.reference.projector import fold
+from recorder.store import EventStore, NewEvent, NewRun
+from recorder.store.sql import SqlStore
+from recorder.timetravel.history import History
+
+START = [{"id": "u0", "role": "user", "content": "start here"}]
+
+
+async def record(store: EventStore, run_id: str, frames: list[bytes], **run: object) -> None:
+    posted = orjson.dumps({"threadId": "t", "runId": run_id, "messages": START, "state": {"s": 1}})
+    await store.create_run(NewRun(run_id, "t", agent="a", input=posted, **run))  # type: ignore[arg-type]
+    await store.append(run_id, [NewEvent(f, None) for f in frames])
+    await store.set_status(run_id, "finished")
+
+
+async def test_state_at_every_point_with_checkpoints_equals_a_plain_fold(store: EventStore) -> None:
+    frames = mixed_events(600, seed=3)
+    await record(store, "r1", frames)
+    history = History(store, checkpoint_every=50)
+    run = await store.get_run("r1")
+    for seq in [-1, 0, 1, 48, 49, 50, 51, 99, 100, 333, 598, 599, None]:
+        upto = len(frames) if seq is None else seq + 1
+        expected = fold(frames[:upto], messages=START, state={"s": 1}).to_json()
+        assert (await history.project(run, seq)).to_json() == expected, seq
+    assert isinstance(store, SqlStore)
+    async with store.engine.connect() as conn:
+        saved = (
+            (await conn.execute(text("SELECT seq FROM checkpoints ORDER BY seq"))).scalars().all()
+        )
+    assert saved and all(s % 50 == 49 for s in saved)
+    # Derived data: dropping every checkpoint changes nothing but the cost.
+    async with store.engine.begin() as conn:
+        await conn.execute(text("DELETE FROM checkpoints"))
+    again = History(store, checkpoint_every=50)
+    for seq in (77, 450):
+        expected = fold(frames[: seq + 1], messages=START, state={"s": 1}).to_json()
+        assert (await again.project(run, seq)).to_json() == expected
+
+
+async def test_checkpoint_is_used_instead_of_folding_from_the_start(store: EventStore) -> None:
+    frames = mixed_events(300, seed=4)
+    await record(store, "r1", frames)
+    history = History(store, checkpoint_every=100)
+    run = await store.get_run("r1")
+    await history.project(run)  # builds checkpoints at 99 and 199
+    # A forged checkpoint proves later reads start from it rather than from seq 0.
+    from recorder.reference.projector import Projector
+
+    forged = Projector([{"id": "forged", "role": "user", "content": "x"}], {"forged": True})
+    async with store.engine.begin() as conn:  # type: ignore[attr-defined]
+        await conn.execute(
+            text("UPDATE checkpoints SET data = :d WHERE seq = 199"), {"d": forged.checkpoint()}
+        )
+    at = await history.project(run, 250)
+    assert at.state == {"forged": True} or any(m["id"] == "forged" for m in at.messages)
+
+
+async def test_starting_points(store: EventStore) -> None:
+    # Posted input wins; then RUN_STARTED.input; then the parent's fork point.
+    await record(store, "parent", [b'{"type":"RUN_STARTED","threadId":"t","runId":"parent"}'])
+    started = orjson.dumps(
+        {
+            "type": "RUN_STARTED",
+            "threadId": "t",
+            "runId": "imported",
+            "input": {"messages": [{"id": "i", "role": "user", "content": "from input"}]},
+        }
+    )
+    await store.create_run(NewRun("imported", "t", origin="import"))
+    await store.append("imported", [NewEvent(started, "RUN_STARTED")])
+    await store.create_run(NewRun("child", "t", parent_run_id="parent", parent_seq=0))
+    history = History(store)
+    imported = await history.starting_point(await store.get_run("imported"))
+    assert (imported.source, imported.messages[0]["id"]) == ("run_started", "i")
+    child = await history.starting_point(await store.get_run("child"))
+    assert child.source == "parent" and child.messages == START and child.state == {"s": 1}
+    parent = await history.starting_point(await store.get_run("parent"))
+    assert parent.source == "input"
+
+
+async def test_bad_points(store: EventStore) -> None:
+    await record(store, "r1", mixed_events(10))
+    history = History(store)
+    with pytest.raises(InputError):
+        await history.project(await store.get_run("r1"), -2)
+    end = await history.project(await store.get_run("r1"))
+    assert (await history.project(await store.get_run("r1"), 10_000)) == end
