@@ -1,18 +1,35 @@
-"""One Settings object: environment (``RECORDER_*``), an optional TOML file, then flags."""
+"""One Settings object, from three sources: flags > environment (``RECORDER_*``) > a TOML file.
+
+Each setting takes the value of the highest source that gives it. ``agents`` is the one
+mapping: sources merge name by name, so ``--agent extra=URL`` adds to the file's agents and
+an agent named in the environment replaces the file's agent of that name.
+
+A name the recorder does not know is an error naming it, in the file and in the
+environment alike (a misspelt ``RECORDER_DURABILTY`` silently ignored would leave the
+recorder running with a guarantee its operator turned off).
+"""
 
 from __future__ import annotations
 
+import os
 import tomllib
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, field_validator
-from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+from pydantic import Field, ValidationError, field_validator
+from pydantic_settings import (
+    BaseSettings,
+    NoDecode,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
 from pydantic_settings.exceptions import SettingsError
 
 from recorder.errors import ConfigError
 
 DEFAULT_DB = "sqlite+aiosqlite:///recorder.db"
+ENV_PREFIX = "RECORDER_"
 
 
 def parse_agents(specs: list[str] | str | dict[str, str] | None) -> dict[str, str]:
@@ -33,16 +50,18 @@ def parse_agents(specs: list[str] | str | dict[str, str] | None) -> dict[str, st
             items.append((name.strip(), url.strip()))
     agents: dict[str, str] = {}
     for name, url in items:
-        if not url.startswith(("http://", "https://")):
+        if not isinstance(url, str) or not url.startswith(("http://", "https://")):
             raise ConfigError(f"agent {name!r}: upstream URL must be http(s), got {url!r}")
         agents[name] = url
     return agents
 
 
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="RECORDER_", extra="ignore")
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="forbid")
 
     db: str = DEFAULT_DB
+    # A running recorder that the CLI's commands ask instead of opening the database.
+    url: str | None = None
     host: str = "127.0.0.1"
     port: int = 8000
     # NAME=URL pairs, comma-separated in the environment (not JSON): parsed by `_agents`.
@@ -74,27 +93,89 @@ class Settings(BaseSettings):
     def _agents(cls, value: Any) -> dict[str, str]:
         return parse_agents(value)
 
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        sources: list[PydanticBaseSettingsSource] = [
+            _AgentsByName(init_settings),
+            _AgentsByName(env_settings),
+        ]
+        if settings_cls.model_config.get("toml_file"):
+            sources.append(_TomlFile(settings_cls))
+        return tuple(sources)
 
-def load_settings(config_file: str | None = None, **overrides: Any) -> Settings:
-    """Settings from the environment, a TOML file (its keys as in ``Settings``), and overrides."""
-    values: dict[str, Any] = {}
+
+def _agents_as_mapping(values: dict[str, Any]) -> dict[str, Any]:
+    """``agents`` as a mapping, so that the sources' agents merge by name (pydantic-settings
+    merges mappings key by key, and replaces every other value)."""
+    if "agents" not in values:
+        return values
+    return {**values, "agents": parse_agents(values["agents"])}
+
+
+class _AgentsByName(PydanticBaseSettingsSource):
+    def __init__(self, source: PydanticBaseSettingsSource) -> None:
+        super().__init__(source.settings_cls)
+        self._source = source
+
+    def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:
+        return self._source.get_field_value(field, field_name)
+
+    def __call__(self) -> dict[str, Any]:
+        return _agents_as_mapping(self._source())
+
+
+class _TomlFile(TomlConfigSettingsSource):
+    def __call__(self) -> dict[str, Any]:
+        return _agents_as_mapping(super().__call__())
+
+
+def load_settings(config_file: str | None = None, **flags: Any) -> Settings:
+    """Settings from the flags given (None: not given), the environment and a TOML file."""
+    check_environment(os.environ)
+    settings_cls: type[Settings] = Settings
     if config_file:
         path = Path(config_file)
         try:
-            values.update(tomllib.loads(path.read_text()))
-        except (OSError, tomllib.TOMLDecodeError) as exc:
+            tomllib.loads(path.read_text())
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
             raise ConfigError(f"cannot read config file {path}: {exc}") from exc
-    values.update({k: v for k, v in overrides.items() if v is not None})
+        config = SettingsConfigDict(**{**Settings.model_config, "toml_file": path})
+        settings_cls = type("Settings", (Settings,), {"model_config": config})
     try:
-        env = Settings()
-    except (SettingsError, ValueError) as exc:
-        raise ConfigError(f"invalid RECORDER_* environment: {exc}") from exc
-    merged = {**env.model_dump(exclude_unset=True), **values}
-    if "agents" in values and env.agents:
-        merged["agents"] = {**env.agents, **parse_agents(values["agents"])}
-    try:
-        return Settings(**merged)
-    except ConfigError:
-        raise
-    except ValueError as exc:
-        raise ConfigError(str(exc)) from exc
+        return settings_cls(**{k: v for k, v in flags.items() if v is not None})
+    except ValidationError as exc:
+        raise ConfigError(_explain(exc, config_file)) from exc
+    except SettingsError as exc:
+        raise ConfigError(f"invalid settings: {exc}") from exc
+
+
+def check_environment(environ: dict[str, str] | os._Environ[str]) -> None:
+    """Refuse a ``RECORDER_*`` variable that names no setting."""
+    known = {ENV_PREFIX + name.upper() for name in Settings.model_fields}
+    unknown = sorted(
+        k for k in environ if k.upper().startswith(ENV_PREFIX) and k.upper() not in known
+    )
+    if unknown:
+        raise ConfigError(
+            f"unknown environment variable {', '.join(unknown)}: "
+            f"the settings are {', '.join(sorted(known))}"
+        )
+
+
+def _explain(exc: ValidationError, config_file: str | None) -> str:
+    problems = []
+    for error in exc.errors():
+        name = ".".join(str(part) for part in error["loc"]) or "settings"
+        if error["type"] == "extra_forbidden":
+            where = f" in config file {config_file}" if config_file else ""
+            problems.append(f"unknown setting {name!r}{where}")
+        else:
+            problems.append(f"setting {name!r}: {error['msg']}")
+    return "; ".join(problems)

@@ -15,7 +15,7 @@ import pytest
 from recorder.store import EventStore, open_store
 
 CI = os.environ.get("CI", "").lower() == "true"
-PG_ADMIN = os.environ.get("RECORDER_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
+PG_ADMIN = os.environ.get("AGUI_RECORDER_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
 ROOT = Path(__file__).resolve().parents[1]
 INTEROP = ROOT / "tests" / "interop"
 

@@ -23,20 +23,57 @@ def test_agents_from_specs() -> None:
             parse_agents(bad)
 
 
-def test_environment_file_and_flags(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("RECORDER_AGENTS", "env=http://127.0.0.1:1/")
-    monkeypatch.setenv("RECORDER_DURABILITY", "buffered")
+def test_flags_over_environment_over_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     config = tmp_path / "recorder.toml"
-    config.write_text('port = 9001\nagents = ["file=http://127.0.0.1:2/"]\n')
-    settings = load_settings(str(config), db="sqlite+aiosqlite:///x.db")
-    assert settings.port == 9001 and settings.durability == "buffered"
-    assert settings.agents == {"env": "http://127.0.0.1:1/", "file": "http://127.0.0.1:2/"}
-    assert settings.db == "sqlite+aiosqlite:///x.db"
+    config.write_text('port = 9001\nidle_timeout = 5\ndurability = "buffered"\n')
+    monkeypatch.setenv("RECORDER_PORT", "9002")
+    monkeypatch.setenv("RECORDER_IDLE_TIMEOUT", "6")
+    settings = load_settings(str(config), port=9003)
+    assert settings.port == 9003  # the flag, over the environment and the file
+    assert settings.idle_timeout == 6  # the environment, over the file
+    assert settings.durability == "buffered"  # the file, over the default
     assert settings.host == "127.0.0.1"  # never all interfaces unless asked
+
+
+def test_agents_merge_by_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    config = tmp_path / "recorder.toml"
+    config.write_text('agents = ["file=http://127.0.0.1:2/", "both=http://127.0.0.1:3/file"]\n')
+    monkeypatch.setenv("RECORDER_AGENTS", "env=http://127.0.0.1:1/,both=http://127.0.0.1:3/env")
+    settings = load_settings(str(config), agents=["flag=http://127.0.0.1:4/"])
+    assert settings.agents == {
+        "file": "http://127.0.0.1:2/",
+        "env": "http://127.0.0.1:1/",
+        "both": "http://127.0.0.1:3/env",
+        "flag": "http://127.0.0.1:4/",
+    }
+    config.write_text('[agents]\ntable = "http://127.0.0.1:5/"\n')
+    monkeypatch.delenv("RECORDER_AGENTS")
+    assert load_settings(str(config)).agents == {"table": "http://127.0.0.1:5/"}
+
+
+def test_unknown_names_are_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    config = tmp_path / "recorder.toml"
+    config.write_text('port = 9001\ndurabilty = "buffered"\n')
+    with pytest.raises(ConfigError, match=r"unknown setting 'durabilty' in config file"):
+        load_settings(str(config))
+    monkeypatch.setenv("RECORDER_DURABILTY", "buffered")
+    with pytest.raises(ConfigError, match="unknown environment variable RECORDER_DURABILTY"):
+        load_settings()
+
+
+def test_bad_values_and_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(ConfigError, match="cannot read config file"):
         load_settings(str(tmp_path / "missing.toml"))
+    broken = tmp_path / "broken.toml"
+    broken.write_text("port = = 1\n")
+    with pytest.raises(ConfigError, match="cannot read config file"):
+        load_settings(str(broken))
     monkeypatch.setenv("RECORDER_DURABILITY", "sometimes")
-    with pytest.raises(ConfigError):
+    with pytest.raises(ConfigError, match="setting 'durability'"):
+        load_settings()
+    monkeypatch.delenv("RECORDER_DURABILITY")
+    monkeypatch.setenv("RECORDER_AGENTS", "a=ftp://x")
+    with pytest.raises(ConfigError, match="must be http"):
         load_settings()
 
 
