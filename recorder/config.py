@@ -11,12 +11,13 @@ recorder running with a guarantee its operator turned off).
 
 from __future__ import annotations
 
+import json
 import os
 import tomllib
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic_settings import (
     BaseSettings,
     NoDecode,
@@ -32,28 +33,67 @@ DEFAULT_DB = "sqlite+aiosqlite:///recorder.db"
 ENV_PREFIX = "RECORDER_"
 
 
-def parse_agents(specs: list[str] | str | dict[str, str] | None) -> dict[str, str]:
-    """``NAME=URL`` specs (a list, or one comma-separated string) as a mapping."""
+ForkStrategy = Literal["new-thread", "same-thread"]
+
+
+class AgentConfig(BaseModel):
+    """One agent behind the proxy, as the server's configuration names it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    url: str
+    # How a fork reaches this agent. "new-thread": the branch is a new thread, right for
+    # agents that keep their own memory per thread (most do) and harmless for the rest;
+    # "same-thread": the branch posts the history on the parent's thread with parentRunId,
+    # right only for agents that rebuild everything from the posted messages.
+    fork: ForkStrategy = "new-thread"
+
+    @field_validator("url")
+    @classmethod
+    def _http(cls, url: str) -> str:
+        if not url.startswith(("http://", "https://")):
+            raise ValueError(f"the upstream URL must be http(s), got {url!r}")
+        return url
+
+
+def parse_agents(specs: Any) -> dict[str, dict[str, Any]]:
+    """Agents from ``NAME=URL`` specs (a list, or one comma-separated string), a JSON
+    object, or a mapping of names to URLs or to tables; each as a plain table, so that
+    sources merge per agent and per field."""
     if specs is None:
         return {}
+    if isinstance(specs, str) and specs.lstrip().startswith("{"):
+        try:
+            specs = json.loads(specs)
+        except ValueError as exc:
+            raise ConfigError(f"agents: not a JSON object ({exc})") from exc
     if isinstance(specs, dict):
         items = list(specs.items())
+    elif isinstance(specs, (str, list, tuple)):
+        items = list(_name_url_pairs(specs.split(",") if isinstance(specs, str) else specs))
     else:
-        parts = specs.split(",") if isinstance(specs, str) else specs
-        items = []
-        for part in (p.strip() for p in parts):
-            if not part:
-                continue
-            name, sep, url = part.partition("=")
-            if not sep or not name.strip() or not url.strip():
-                raise ConfigError(f"agent spec {part!r} is not NAME=URL")
-            items.append((name.strip(), url.strip()))
-    agents: dict[str, str] = {}
-    for name, url in items:
-        if not isinstance(url, str) or not url.startswith(("http://", "https://")):
-            raise ConfigError(f"agent {name!r}: upstream URL must be http(s), got {url!r}")
-        agents[name] = url
+        raise ConfigError(f"agents must be NAME=URL specs or a table, got {specs!r}")
+    agents: dict[str, dict[str, Any]] = {}
+    for name, spec in items:
+        if isinstance(spec, AgentConfig):
+            agents[name] = spec.model_dump()
+        elif isinstance(spec, str):
+            agents[name] = {"url": spec}
+        elif isinstance(spec, dict):
+            agents[name] = dict(spec)
+        else:
+            raise ConfigError(f"agent {name!r}: expected a URL or a table, got {spec!r}")
     return agents
+
+
+def _name_url_pairs(parts: Any) -> Any:
+    for part in (str(p).strip() for p in parts):
+        if not part:
+            continue
+        name, sep, url = part.partition("=")
+        if not sep or not name.strip() or not url.strip():
+            raise ConfigError(f"agent spec {part!r} is not NAME=URL")
+        yield name.strip(), url.strip()
 
 
 class Settings(BaseSettings):
@@ -64,8 +104,8 @@ class Settings(BaseSettings):
     url: str | None = None
     host: str = "127.0.0.1"
     port: int = 8000
-    # NAME=URL pairs, comma-separated in the environment (not JSON): parsed by `_agents`.
-    agents: Annotated[dict[str, str], NoDecode] = Field(default_factory=dict)
+    # NAME=URL pairs (comma-separated in the environment) or tables: parsed by `_agents`.
+    agents: Annotated[dict[str, AgentConfig], NoDecode] = Field(default_factory=dict)
     demo_agent: bool = False
     api_token: str | None = None
     # "commit": a frame reaches the client only once it is in the log (group commit).
@@ -90,7 +130,7 @@ class Settings(BaseSettings):
 
     @field_validator("agents", mode="before")
     @classmethod
-    def _agents(cls, value: Any) -> dict[str, str]:
+    def _agents(cls, value: Any) -> dict[str, dict[str, Any]]:
         return parse_agents(value)
 
     @classmethod

@@ -13,7 +13,7 @@ from recorder import __version__
 from recorder.api import agents, runs, threads, web
 from recorder.api.deps import install_error_handlers
 from recorder.api.proxy_endpoint import OPENAPI, ProxyEndpoint
-from recorder.config import Settings
+from recorder.config import AgentConfig, Settings
 from recorder.runtime import Runtime
 from recorder.store import EventStore
 
@@ -51,7 +51,12 @@ def create_app(settings: Settings | None = None, *, store: EventStore | None = N
     settings = settings or Settings()
     if settings.demo_agent and "demo" not in settings.agents:
         settings = settings.model_copy(
-            update={"agents": {**settings.agents, "demo": f"http://{_local(settings)}/demo-agent/"}}
+            update={
+                "agents": {
+                    **settings.agents,
+                    "demo": AgentConfig(url=f"http://{_local(settings)}/demo-agent/"),
+                }
+            }
         )
 
     @asynccontextmanager

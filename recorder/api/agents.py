@@ -25,7 +25,8 @@ def respond(result: Relay | Stream) -> Response:
 
 @router.get("/agents", dependencies=[TokenDep])
 async def list_agents(runtime: RuntimeDep) -> dict[str, Any]:
-    return {"agents": [{"name": name} for name in sorted(runtime.settings.agents)]}
+    agents = runtime.settings.agents
+    return {"agents": [{"name": name, "fork": agents[name].fork} for name in sorted(agents)]}
 
 
 @router.post(

@@ -11,14 +11,19 @@ import httpx
 import orjson
 
 from recorder.cli.serve import free_port, make_server
-from recorder.config import Settings
+from recorder.config import AgentConfig, Settings
 
 
 async def run_demo(settings: Settings, *, keep_serving: bool = False) -> int:
     port = settings.port if keep_serving and settings.port else free_port()
     settings = settings.model_copy(update={"port": port, "host": "127.0.0.1", "demo_agent": True})
     settings = settings.model_copy(
-        update={"agents": {**settings.agents, "demo": f"http://127.0.0.1:{port}/demo-agent/"}}
+        update={
+            "agents": {
+                **settings.agents,
+                "demo": AgentConfig(url=f"http://127.0.0.1:{port}/demo-agent/"),
+            }
+        }
     )
     server = make_server(settings)
     task = asyncio.create_task(server.serve())

@@ -42,7 +42,7 @@ def make_server(settings: Settings) -> uvicorn.Server:
 async def serve(settings: Settings) -> None:
     server = make_server(settings)
     settle_heap()
-    agents = ", ".join(f"{n} -> {u}" for n, u in sorted(settings.agents.items())) or "none"
+    agents = ", ".join(f"{n} -> {a.url}" for n, a in sorted(settings.agents.items())) or "none"
     if settings.demo_agent:
         agents = (agents + ", " if agents != "none" else "") + "demo (built in)"
     print(
