@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from recorder.api.views import run_tree, run_view, thread_view
 from recorder.errors import RunNotFound, ThreadNotFound
 from recorder.runtime import Runtime
 from recorder.store import ThreadFilter
+from recorder.timetravel.views import run_tree, run_view, thread_view
 
 
 async def threads(
