@@ -19,14 +19,18 @@ class ForkOptions(Model):
 
     model_config = ConfigDict(extra="forbid")
 
-    at_seq: int | None = Field(None, ge=-1, description="fork after this event (default: the end)")
+    at_seq: int | None = Field(
+        default=None, ge=-1, description="fork after this event (default: the end)"
+    )
     messages: list[JSONObject | str] = Field(
         default_factory=list, description="messages to append (a string is a user message)"
     )
-    state: Any = Field(None, description="replace the state at the point")
-    run_id: str | None = Field(None, description="the new run's id (default: a new one)")
-    thread_id: str | None = Field(None, description="fork into this thread")
-    resume: list[JSONObject] | None = Field(None, description="answers to pending interrupts")
+    state: Any = Field(default=None, description="replace the state at the point")
+    run_id: str | None = Field(default=None, description="the new run's id (default: a new one)")
+    thread_id: str | None = Field(default=None, description="fork into this thread")
+    resume: list[JSONObject] | None = Field(
+        default=None, description="answers to pending interrupts"
+    )
     forwarded_props: Any = None
 
 

@@ -18,7 +18,7 @@ class RecordedViolation(Model):
 
     model_config = ConfigDict(extra="allow")
 
-    seq: int | None = Field(None, description="the event that broke the rule")
+    seq: int | None = Field(default=None, description="the event that broke the rule")
     message: str = Field(description="the reference client's error text")
 
 
