@@ -37,7 +37,7 @@ async def export(
     openapi_extra={
         "requestBody": {
             "required": True,
-            "content": {JSONL: {"schema": {"type": "string", "description": "an export"}}},
+            "content": {JSONL: {"schema": {"type": "string", "format": "binary"}}},
         }
     },
 )
