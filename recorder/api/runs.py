@@ -31,8 +31,8 @@ async def get_run(run_id: str, runtime: RuntimeDep) -> JSON:
 async def run_events(
     run_id: str,
     runtime: RuntimeDep,
-    afterSeq: int = Query(-1, ge=-1),
-    limit: int = Query(1000, ge=1, le=10000),
+    afterSeq: int = Query(-1, description="-1 (from the first event) or more"),
+    limit: int = Query(1000, description="1 to 10000"),
 ) -> JSON:
     page = await views.events_page(runtime.store, run_id, after_seq=afterSeq, limit=limit)
     return JSON(page)
@@ -42,7 +42,7 @@ async def run_events(
 async def run_state(
     run_id: str,
     runtime: RuntimeDep,
-    seq: int | None = Query(None, ge=-1, description="after this event (default: the end)"),
+    seq: int | None = Query(None, description="after this event (-1: before the first)"),
 ) -> JSON:
     """Messages, state and pending interrupts after event ``seq`` (default: the end)."""
     return JSON(await views.run_state(runtime.store, runtime.history, run_id, seq=seq))
@@ -62,7 +62,7 @@ async def verify_run(run_id: str, runtime: RuntimeDep) -> JSON:
 async def run_stream(
     run_id: str,
     runtime: RuntimeDep,
-    afterSeq: int | None = Query(None, ge=-1),
+    afterSeq: int | None = Query(None, description="resume after this seq"),
     live: bool = True,
     last_event_id: str | None = Header(None),
 ) -> EventStream:
@@ -73,7 +73,9 @@ async def run_stream(
             after = int(last_event_id.rsplit(":", 1)[-1])
         except ValueError as exc:
             raise InputError(f"Last-Event-ID must be a seq, got {last_event_id!r}") from exc
-    chunks = stream_run(runtime.store, run_id, after_seq=-1 if after is None else after, live=live)
+    after = -1 if after is None else after
+    views.check_after_seq(after)
+    chunks = stream_run(runtime.store, run_id, after_seq=after, live=live)
     return EventStream(chunks, headers=SSE_HEADERS)
 
 

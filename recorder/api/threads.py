@@ -22,7 +22,7 @@ async def list_threads(
     since: str | None = Query(None, description="ISO-8601 time or epoch seconds"),
     until: str | None = Query(None, description="ISO-8601 time or epoch seconds"),
     q: str | None = Query(None, description="text in the recorded messages"),
-    limit: int = Query(50, ge=1, le=500),
+    limit: int = Query(50, description="1 to 500"),
     cursor: str | None = None,
 ) -> JSON:
     page = await views.list_threads(
@@ -48,7 +48,7 @@ async def thread_state(
     thread_id: str,
     runtime: RuntimeDep,
     runId: str | None = Query(None, description="a run of this thread (default: the latest)"),
-    seq: int | None = Query(None, ge=-1, description="after this event (default: the run's end)"),
+    seq: int | None = Query(None, description="after this event (-1: before the first)"),
 ) -> JSON:
     at = await views.thread_state(runtime.store, runtime.history, thread_id, run_id=runId, seq=seq)
     return JSON(at)
@@ -56,7 +56,7 @@ async def thread_state(
 
 @router.get("/threads/{thread_id}/history", response_model=ThreadHistory, response_class=JSON)
 async def thread_history(
-    thread_id: str, runtime: RuntimeDep, limit: int = Query(100, ge=1, le=1000)
+    thread_id: str, runtime: RuntimeDep, limit: int = Query(100, description="1 to 1000")
 ) -> JSON:
     """The thread at every run boundary (each run's start and end), newest first."""
     return JSON(await views.thread_history(runtime.store, runtime.history, thread_id, limit=limit))

@@ -10,6 +10,7 @@ from recorder.api.deps import RuntimeDep, TokenDep
 from recorder.api.views import ERRORS, JSON, JSONLines, stream_doc
 from recorder.models import ImportReport
 from recorder.timetravel.transfer import check_threads, export_lines, import_lines, split_lines
+from recorder.timetravel.views import import_view
 
 router = APIRouter(tags=["transfer"], dependencies=[TokenDep], responses=ERRORS)
 
@@ -45,10 +46,4 @@ async def import_(request: Request, runtime: RuntimeDep) -> JSON:
     """Read an export (as `GET /export` writes it): runs already present take only the
     events they lack, so importing twice adds nothing."""
     report = await import_lines(runtime.store, split_lines(request.stream()))
-    return JSON(
-        {
-            "runsCreated": report.runs_created,
-            "runsSkipped": report.runs_skipped,
-            "eventsAdded": report.events_added,
-        }
-    )
+    return JSON(import_view(report))

@@ -18,6 +18,7 @@ from recorder.reference.check import verify_frames
 from recorder.store import EventStore, Run, Thread, ThreadFilter
 from recorder.timetravel.fork import ForkPlan as Plan
 from recorder.timetravel.history import History
+from recorder.timetravel.transfer import ImportReport
 from recorder.wire.events import RecordedEvent, decode
 
 _PAGE = 2000
@@ -98,6 +99,14 @@ def plan_view(plan: Plan) -> dict[str, Any]:
     ).to_json()
 
 
+def import_view(report: ImportReport) -> dict[str, Any]:
+    return {
+        "runsCreated": report.runs_created,
+        "runsSkipped": report.runs_skipped,
+        "eventsAdded": report.events_added,
+    }
+
+
 def parse_time(value: str | None, name: str) -> float | None:
     """Epoch seconds or an ISO-8601 time (naive: UTC)."""
     if value is None:
@@ -150,8 +159,7 @@ async def run_detail(store: EventStore, run_id: str) -> dict[str, Any]:
 async def events_page(
     store: EventStore, run_id: str, *, after_seq: int = -1, limit: int = 1000
 ) -> dict[str, Any]:
-    if after_seq < -1:
-        raise InputError(f"afterSeq must be -1 or more, got {after_seq}")
+    check_after_seq(after_seq)
     if not 1 <= limit <= 10_000:
         raise InputError(f"limit must be 1 to 10000, got {limit}")
     run = await store.get_run(run_id)
@@ -162,6 +170,11 @@ async def events_page(
         "events": [event_view(e) for e in events],
         "nextAfterSeq": events[-1].seq if more else None,
     }
+
+
+def check_after_seq(after_seq: int) -> None:
+    if after_seq < -1:
+        raise InputError(f"afterSeq must be -1 or more, got {after_seq}")
 
 
 def check_seq(run: Run, seq: int | None) -> None:
