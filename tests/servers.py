@@ -10,6 +10,8 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
+import httpx
+import orjson
 import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -19,6 +21,7 @@ from starlette.routing import Route
 from recorder.api import create_app
 from recorder.config import Settings
 from recorder.demo_agent import create_demo_app
+from recorder.wire.sse import FrameSplitter
 from tests.conftest import INTEROP
 
 
@@ -125,3 +128,51 @@ async def project_oracle(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def view(state: dict[str, Any]) -> dict[str, Any]:
     """What a frontend shows: messages, state, pending interrupts."""
     return {k: state[k] for k in ("messages", "state", "pendingInterrupts")}
+
+
+def user(text: str, mid: str) -> dict[str, Any]:
+    return {"id": mid, "role": "user", "content": text}
+
+
+async def post_run(
+    client: httpx.AsyncClient, url: str, body: dict[str, Any]
+) -> list[dict[str, Any]]:
+    async with client.stream("POST", url, json=body) as response:
+        assert response.status_code == 200, await response.aread()
+        raw = await response.aread()
+    splitter = FrameSplitter()
+    return [orjson.loads(f.data) for f in splitter.feed(raw) + splitter.close()]
+
+
+async def conversation(client: httpx.AsyncClient, rec: str, thread: str, **props: Any) -> list[str]:
+    """Three runs as a frontend drives them: a chat turn, an interrupt, its resume."""
+    runs: list[str] = []
+
+    async def turn(run: str, text: str | None, **extra: Any) -> list[dict[str, Any]]:
+        state = (
+            (await client.get(f"{rec}/threads/{thread}/state")).json()
+            if runs
+            else {"messages": [], "state": {}}
+        )
+        messages = list(state["messages"])
+        if text is not None:
+            messages.append(user(text, f"{run}-u"))
+        body = {
+            "threadId": thread,
+            "runId": run,
+            "messages": messages,
+            "state": state["state"],
+            **extra,
+        }
+        if props:
+            body["forwardedProps"] = {"demo": props}
+        runs.append(run)
+        return await post_run(client, f"{rec}/agents/demo", body)
+
+    await turn(f"{thread}-r1", "What's the weather?")
+    finished = await turn(f"{thread}-r2", "delete report.txt please")
+    interrupt = finished[-1]["outcome"]["interrupts"][0]
+    await turn(
+        f"{thread}-r3", None, resume=[{"interruptId": interrupt["id"], "status": "resolved"}]
+    )
+    return runs
