@@ -43,9 +43,17 @@ async def replay(context: Context) -> int:
 
 
 async def write_stream(out: Output, events: AsyncIterator[StreamedEvent]) -> None:
-    """SSE exactly as the stream sent it (``id:`` lines kept), or its events as JSON lines."""
-    async for event in events:
-        if out.json:
-            out.raw(event.data.replace(b"\n", b" ") + b"\n")
-        else:
-            out.raw(encode_frame(event.data, event.id))
+    """SSE exactly as the stream sent it (``id:`` lines kept), or its events as JSON lines.
+
+    The stream is closed here, whatever stops the writing (a reader that closed the pipe):
+    left to the collector, its connection would be closed after the loop is gone."""
+    try:
+        async for event in events:
+            if out.json:
+                out.raw(event.data.replace(b"\n", b" ") + b"\n")
+            else:
+                out.raw(encode_frame(event.data, event.id))
+    finally:
+        close = getattr(events, "aclose", None)
+        if close is not None:
+            await close()
