@@ -5,13 +5,13 @@ The model reads the newest part of the conversation and answers from a fixed scr
 - a tool result came back: it answers with what the result says;
 - "weather" (a city may follow "in"): it calls ``get_weather``; "weather in A and B" calls it
   twice in one response (parallel calls);
+- a frontend tool offered in the input whose name appears in the text: it calls that tool
+  (beside any weather calls), and the run ends for the client to execute it;
 - "note ...": it calls ``add_note``, which writes the note into the AG-UI state (``StateDeps``)
   and sends a STATE_SNAPSHOT and a STATE_DELTA back through its return metadata;
 - "delete ...": it calls ``delete_file``, which needs approval, so the run ends in an
   interrupt that the next run resumes;
 - "think": it streams a thinking part before its answer (REASONING_* events);
-- a frontend tool offered in the input whose name appears in the text: it calls that tool,
-  and the run ends for the client to execute it;
 - anything else: it repeats the text, saying how many user turns it has seen.
 """
 
@@ -90,13 +90,13 @@ async def script(messages: list[ModelMessage], info: AgentInfo) -> AsyncIterator
     text, images = user_text(prompts[-1]) if prompts else ("", [])
     lowered = text.lower()
     offered = [t.name for t in info.function_tools if t.name not in OWN_TOOLS]
-    frontend = next((name for name in offered if name in lowered), None)
-    if frontend is not None:
-        yield tool_call(0, frontend, {"value": text.rsplit(" ", 1)[-1]})
-    elif "weather" in lowered:
+    calls = [(name, {"value": text.rsplit(" ", 1)[-1]}) for name in offered if name in lowered]
+    if "weather" in lowered:
         cities = re.findall(r"\b(Paris|Rome|Oslo)\b", text) or ["Paris"]
-        for i, city in enumerate(cities):
-            yield tool_call(i, "get_weather", {"city": city})
+        calls += [("get_weather", {"city": city}) for city in cities]
+    if calls:
+        for i, (name, args) in enumerate(calls):
+            yield tool_call(i, name, args)
     elif lowered.startswith("note"):
         yield tool_call(0, "add_note", {"text": text[4:].strip(" :")})
     elif "delete" in lowered:

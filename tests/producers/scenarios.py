@@ -74,6 +74,16 @@ PYDANTIC_AI = (
         ),
     ),
     Scenario(
+        "MixedTools",
+        (
+            {
+                "user": "weather in Oslo, then change_background to white",
+                "tools": [BACKGROUND_TOOL],
+            },
+            {"toolResult": "background changed", "tools": [BACKGROUND_TOOL]},
+        ),
+    ),
+    Scenario(
         "State",
         ({"user": "note: call Anna"}, {"user": "note: buy bread"}),
         state={"notes": ["water the plants"]},

@@ -68,6 +68,32 @@ def test_project_vectors_keep_the_producers_bytes() -> None:
         assert [orjson.loads(f) for f in frames(response)] == load(response), name
 
 
+def test_project_vectors_cover_what_the_readme_says() -> None:
+    found = pairs(VECTORS)
+    assert {name.split("/")[0] for name, _q, _r in found} == {"demo", "pydantic-ai", "langgraph"}
+    requests = [load(q) for _n, q, _r in found]
+    responses = [load(r) for _n, _q, r in found]
+    types = {e["type"] for events in responses for e in events}
+    lifecycle = {"RUN_STARTED", "RUN_FINISHED", "STEP_STARTED", "STEP_FINISHED"}
+    text = {"TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END"}
+    tools = {"TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END", "TOOL_CALL_RESULT"}
+    reasoning = {"REASONING_START", "REASONING_MESSAGE_START", "REASONING_MESSAGE_CONTENT"}
+    reasoning |= {"REASONING_MESSAGE_END", "REASONING_END"}
+    state = {"STATE_SNAPSHOT", "STATE_DELTA", "MESSAGES_SNAPSHOT"}
+    assert lifecycle | text | tools | reasoning | state | {"RAW", "CUSTOM"} <= types
+    outcomes = [events[-1].get("outcome") or {} for events in responses]
+    assert any(o.get("type") == "interrupt" for o in outcomes)
+    assert any(o.get("pendingToolCallIds") for o in outcomes)
+    assert any(sum(e["type"] == "TOOL_CALL_START" for e in events) > 1 for events in responses)
+    assert any(q.get("resume") for q in requests)
+    assert any(q.get("parentRunId") for q in requests)
+    assert any(q.get("tools") for q in requests)
+    assert any(q.get("state") for q in requests)
+    messages = [m for q in requests for m in q["messages"]]
+    assert any(isinstance(m.get("content"), list) for m in messages), "multimodal input"
+    assert {"user", "assistant", "tool", "reasoning"} <= {m["role"] for m in messages}
+
+
 async def test_fold_and_verify_agree_with_the_reference(vector_pairs: Any) -> None:
     require(node_available(), "Node and @ag-ui/client")
     cases = []
@@ -156,7 +182,7 @@ async def run_cli(*args: str, stdin: bytes | None = None) -> tuple[int, str, str
 
 async def test_cli_fold_and_verify(tmp_path: Path) -> None:
     # A run of the Pydantic AI agent that ends waiting for approval of a tool call.
-    request = VECTORS / "pydantic-ai" / "05_Approval__Turn_01.Request.json"
+    (request,) = (VECTORS / "pydantic-ai").glob("*_Approval__Turn_01.Request.json")
     response = request.with_name(request.name.replace(".Request.", ".Response."))
     code, out, _err = await run_cli("fold", str(response), "--input", str(request))
     assert code == 0
