@@ -2,18 +2,19 @@
 //
 //   node client.mjs run URL     stdin: {messages, state, runId, forwardedProps?, resume?, threadId}
 //   node client.mjs stream URL  stdin: {threadId}   (GET a recorded stream, fold it from empty)
-//   node client.mjs conversation URL
-//       stdin: {threadId, messages?, state?, turns: [{runId, user?, toolResult?, resume?,
-//               tools?, forwardedProps?, parentRunId?}]}
-//       One HttpAgent runs every turn in order, as a frontend does: before a turn it adds
-//       the user's message (`user`: text or content parts, id RUNID-user), answers every
-//       tool call still open with `toolResult` (frontend tools), and `resume` answers every
-//       pending interrupt with that payload. `parentRunId` goes into the RunAgentInput.
-//       stdout: a list with one {runId, error, messages, state, pendingInterrupts, events}
-//       per turn.
 //
 // stdout: {error, messages, state, pendingInterrupts, events} where events are the events
 // the agent's pipeline delivered (after its own checks), as the frontend saw them.
+//
+//   node client.mjs conversation URL
+//       stdin: {threadId, messages?, state?, turns: [{runId, user?, toolResult?, resume?,
+//               tools?, forwardedProps?, parentRunId?}]}
+//
+// One HttpAgent runs every turn in order, as a frontend does: before a turn it answers
+// every tool call still open with `toolResult` (frontend tools) and adds the user's message
+// (`user`: text or content parts, id RUNID-user); `resume` answers every pending interrupt
+// with that payload; `parentRunId` goes into the RunAgentInput. stdout: a list with one
+// {runId, error, messages, state, pendingInterrupts, events} per turn.
 process.env.SUPPRESS_TRANSFORMATION_WARNINGS = "true";
 const { HttpAgent } = await import("@ag-ui/client");
 for (const level of ["log", "info", "warn", "debug"]) console[level] = () => {};

@@ -33,6 +33,7 @@ pytestmark = pytest.mark.node
 
 @dataclass
 class Recorded:
+    producer: str
     rec: str
     tee: Tee
     client: httpx.AsyncClient
@@ -53,7 +54,7 @@ async def through_recorder(
             recorder_at(sqlite_url, {producer: teed + "/"}) as rec,
             httpx.AsyncClient(base_url=rec, timeout=60, trust_env=False) as client,
         ):
-            yield Recorded(rec, tee, client)
+            yield Recorded(producer, rec, tee, client)
 
 
 async def drive(recorded: Recorded, producer: str, scenario: Scenario) -> list[dict[str, Any]]:
@@ -90,31 +91,30 @@ async def check_run(recorded: Recorded, run_id: str, turn: dict[str, Any]) -> di
     }
 
 
+async def every_seq(client: httpx.AsyncClient, run_id: str, events: list[Any]) -> list[Any]:
+    """The recorder's view of the run after each seq, from -1 (its input) to the end."""
+    views = []
+    for seq in range(-1, len(events)):
+        answer = await client.get(f"/runs/{run_id}/state", params={"seq": seq})
+        views.append(view(answer.json()))
+    return views
+
+
 PRODUCERS = ["pydantic-ai", "langgraph", "demo"]
 
 
 @pytest.mark.parametrize("through_recorder", PRODUCERS, indirect=True)
 async def test_recorded_exactly_and_folded_like_the_reference_client(
-    through_recorder: Recorded, request: pytest.FixtureRequest
+    through_recorder: Recorded,
 ) -> None:
     recorded = through_recorder
-    producer = request.node.callspec.params["through_recorder"]
+    producer = recorded.producer
     cases, states = [], []
     for scenario in SCENARIOS[producer]:
         turns = await drive(recorded, producer, scenario)
         for turn in turns:
             cases.append(await check_run(recorded, turn["runId"], turn))
-            states.append(
-                [
-                    view(r.json())
-                    for r in [
-                        await recorded.client.get(
-                            f"/runs/{turn['runId']}/state", params={"seq": seq}
-                        )
-                        for seq in range(-1, len(cases[-1]["events"]))
-                    ]
-                ]
-            )
+            states.append(await every_seq(recorded.client, turn["runId"], cases[-1]["events"]))
         thread = scenario.thread(producer)
         shown = (await recorded.client.get(f"/threads/{thread}/state")).json()
         assert shown["runId"] == turns[-1]["runId"]
