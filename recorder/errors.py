@@ -13,8 +13,8 @@
     ├── InputError             a request or file we cannot use (bad JSON, missing ids)
     └── UpstreamError          the agent behind the proxy failed (refused, non-2xx, ...)
 
-Driver errors never leave the store: each backend translates them in one place
-(``recorder.store.sql._translate``) and chains the original with ``from``.
+Driver errors never leave the store: they are translated in one place
+(``recorder.store.errors.store_errors``), the original chained with ``from``.
 """
 
 from __future__ import annotations

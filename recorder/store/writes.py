@@ -1,0 +1,229 @@
+"""The bodies of the store's writes, one per operation (see ``recorder.store.statements``)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import orjson
+
+from recorder.errors import InputError, RunClosed, RunNotFound, ThreadNotFound
+from recorder.store.model import (
+    INCOMPLETE,
+    RUNNING,
+    STATUSES,
+    TERMINAL,
+    Appended,
+    NewEvent,
+    NewRun,
+    Run,
+)
+from recorder.store.statements import (
+    AppendLock,
+    Body,
+    Execute,
+    Fetch,
+    InsertEvents,
+    Notify,
+)
+
+INSERT_THREAD = (
+    "INSERT INTO threads (thread_id, agent, created_at, updated_at, run_count) "
+    "VALUES (?, ?, ?, ?, 0) ON CONFLICT (thread_id) DO NOTHING"
+)
+LATEST_RUN = "SELECT latest_run_id FROM threads WHERE thread_id = ? FOR UPDATE"
+CLAIM_THREAD = (
+    "UPDATE threads SET updated_at = ?, run_count = run_count + 1, latest_run_id = ? "
+    "WHERE thread_id = ?"
+)
+INSERT_RUN = (
+    "INSERT INTO runs (run_id, thread_id, agent, status, parent_run_id, parent_seq, "
+    "parent_inferred, origin, created_at, heartbeat_at, owner) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+INSERT_INPUT = "INSERT INTO run_inputs (run_id, input) VALUES (?, ?)"
+MAX_POSITION = "SELECT max(position) FROM events"
+CLAIM = (
+    "UPDATE runs SET event_count = event_count + ?, heartbeat_at = ? WHERE run_id = ? "
+    "RETURNING thread_id, event_count, status"
+)
+SUMMARY_OF_RUN = (
+    "UPDATE threads SET summary = ? WHERE thread_id = (SELECT thread_id FROM runs WHERE run_id = ?)"
+)
+SET_SUMMARY = "UPDATE threads SET summary = ? WHERE thread_id = ?"
+HEARTBEAT = "UPDATE runs SET heartbeat_at = ?, owner = ? WHERE run_id = ? AND heartbeat_at < ?"
+RUN_EXISTS = "SELECT 1 FROM runs WHERE run_id = ?"
+SAVE_CHECKPOINT = (
+    "INSERT INTO checkpoints (run_id, seq, data) VALUES (?, ?, ?) "
+    "ON CONFLICT (run_id, seq) DO NOTHING"
+)
+# A run that appended within this long was refreshed by the append itself.
+FRESH_FOR = 1.0
+
+
+def create_run(run: NewRun) -> Body[Run]:
+    """Claim the thread (insert-if-absent, then lock its row: concurrent first runs of a
+    thread do not collide, and concurrent runs on it line up, each seeing the one before),
+    then insert the run and its input."""
+    now = run.created_at if run.created_at is not None else time.time()
+    yield Execute(INSERT_THREAD, (run.thread_id, run.agent, now, now))
+    ((latest,),) = yield Fetch(LATEST_RUN, (run.thread_id,))
+    yield Execute(CLAIM_THREAD, (now, run.run_id, run.thread_id))
+    parent, inferred = run.parent_run_id, run.parent_inferred
+    if run.infer_parent and parent is None:
+        parent, inferred = latest, latest is not None
+    yield Execute(
+        INSERT_RUN,
+        (
+            run.run_id,
+            run.thread_id,
+            run.agent,
+            RUNNING,
+            parent,
+            run.parent_seq,
+            inferred,
+            run.origin,
+            now,
+            now,
+            run.owner,
+        ),
+    )
+    if run.input is not None:
+        yield Execute(INSERT_INPUT, (run.run_id, run.input))
+    return Run(
+        run_id=run.run_id,
+        thread_id=run.thread_id,
+        agent=run.agent,
+        status=RUNNING,
+        input=run.input,
+        parent_run_id=parent,
+        parent_seq=run.parent_seq,
+        parent_inferred=inferred,
+        origin=run.origin,
+        outcome=None,
+        error=None,
+        violations=[],
+        event_count=0,
+        created_at=now,
+        finished_at=None,
+        heartbeat_at=now,
+        owner=run.owner,
+    )
+
+
+def append_batches(
+    batches: Sequence[tuple[str, Sequence[NewEvent]]],
+) -> Body[list[list[Appended]]]:
+    # Under the append lock, the positions handed out here are contiguous and increase
+    # in commit order.
+    yield AppendLock()
+    ((max_position,),) = yield Fetch(MAX_POSITION)
+    position = int(max_position or 0)
+    now = time.time()
+    rows: list[tuple[Any, ...]] = []
+    results: list[list[Appended]] = []
+    for run_id, events in batches:
+        found = yield Fetch(CLAIM, (len(events), now, run_id))
+        thread_id, first_seq = _claimed(run_id, len(events), found[0] if found else None)
+        seqs = range(first_seq, first_seq + len(events))
+        positions = range(position + 1, position + 1 + len(events))
+        rows += [
+            (at, thread_id, run_id, seq, kind, payload, now if when is None else when, how)
+            for at, seq, (payload, kind, how, when) in zip(positions, seqs, events, strict=True)
+        ]
+        results.append(list(map(Appended._make, zip(seqs, positions, strict=True))))
+        position += len(events)
+    if rows:
+        yield InsertEvents(rows)
+        yield Notify()
+    return results
+
+
+def set_status(
+    run_id: str,
+    status: str,
+    outcome: str | None,
+    error: str | None,
+    violations: list[dict[str, object]] | None,
+    summary: str | None,
+) -> Body[None]:
+    values = _status_values(status, outcome, error, violations)
+    assignments = ", ".join(f"{column} = ?" for column in values)
+    found = yield Execute(
+        f"UPDATE runs SET {assignments} WHERE run_id = ?", (*values.values(), run_id)
+    )
+    if found == 0:
+        raise RunNotFound(run_id)
+    if summary is not None:
+        yield Execute(SUMMARY_OF_RUN, (summary, run_id))
+    yield Notify()
+
+
+def set_summary(thread_id: str, summary: str) -> Body[None]:
+    found = yield Execute(SET_SUMMARY, (summary, thread_id))
+    if found == 0:
+        raise ThreadNotFound(thread_id)
+
+
+def heartbeat(run_id: str, owner: str) -> Body[None]:
+    now = time.time()
+    yield Execute(HEARTBEAT, (now, owner, run_id, now - FRESH_FOR))
+
+
+def mark_incomplete(
+    owner: str | None, stale_before: float | None, exclude_owner: str | None
+) -> Body[list[str]]:
+    conditions: list[str] = ["status = ?"]
+    params: list[Any] = [RUNNING]
+    if owner is not None:
+        conditions.append("owner = ?")
+        params.append(owner)
+    if exclude_owner is not None:
+        conditions.append("(owner IS NULL OR owner <> ?)")
+        params.append(exclude_owner)
+    if stale_before is not None:
+        conditions.append("(heartbeat_at IS NULL OR heartbeat_at < ?)")
+        params.append(stale_before)
+    rows = yield Fetch(
+        f"UPDATE runs SET status = ?, finished_at = ? WHERE {' AND '.join(conditions)} "
+        "RETURNING run_id",
+        (INCOMPLETE, time.time(), *params),
+    )
+    if rows:
+        yield Notify()
+    return sorted(str(row[0]) for row in rows)
+
+
+def save_checkpoint(run_id: str, seq: int, data: bytes) -> Body[None]:
+    # A checkpoint that exists already was saved by a concurrent reader: same data.
+    if not (yield Fetch(RUN_EXISTS, (run_id,))):
+        raise RunNotFound(run_id)
+    yield Execute(SAVE_CHECKPOINT, (run_id, seq, data))
+
+
+def _claimed(run_id: str, count: int, row: Sequence[Any] | None) -> tuple[str, int]:
+    """The run's thread and first new seq from a ``CLAIM`` row; refuses unknown/closed runs."""
+    if row is None:
+        raise RunNotFound(run_id)
+    if row[2] != RUNNING:
+        raise RunClosed(f"run {run_id!r} is {row[2]}: a closed run takes no more events")
+    return str(row[0]), int(row[1]) - count
+
+
+def _status_values(
+    status: str, outcome: str | None, error: str | None, violations: list[dict[str, object]] | None
+) -> dict[str, Any]:
+    """The run columns ``set_status`` writes."""
+    if status not in STATUSES:
+        raise InputError(f"unknown run status {status!r}")
+    values: dict[str, Any] = {"status": status}
+    if status in TERMINAL:
+        values["finished_at"] = time.time()
+    if outcome is not None:
+        values["outcome"] = outcome
+    if error is not None:
+        values["error"] = error
+    if violations is not None:
+        values["violations"] = orjson.dumps(violations).decode()
+    return values
