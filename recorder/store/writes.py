@@ -1,4 +1,12 @@
-"""The bodies of the store's writes, one per operation (see ``recorder.store.statements``)."""
+"""The bodies of the store's writes, one per operation (see ``recorder.store.statements``).
+
+Lock order, the same in every body: a thread's row before a run's row, and appends take the
+events lock (PostgreSQL) before any run row. ``create_run`` locks its thread and then
+inserts the run; ``set_status`` updates the thread's summary before the run. Taken the
+other way round, a duplicate run id posted while the first run is closing deadlocks: the
+duplicate holds the thread and waits on the run's row, the closing run holds that row and
+waits for the thread.
+"""
 
 from __future__ import annotations
 
@@ -149,14 +157,14 @@ def set_status(
     summary: str | None,
 ) -> Body[None]:
     values = _status_values(status, outcome, error, violations)
+    if summary is not None:  # the thread's row first: see the lock order above
+        yield Execute(SUMMARY_OF_RUN, (summary, run_id))
     assignments = ", ".join(f"{column} = ?" for column in values)
     found = yield Execute(
         f"UPDATE runs SET {assignments} WHERE run_id = ?", (*values.values(), run_id)
     )
     if found == 0:
         raise RunNotFound(run_id)
-    if summary is not None:
-        yield Execute(SUMMARY_OF_RUN, (summary, run_id))
     yield Notify()
 
 

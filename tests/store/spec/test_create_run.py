@@ -9,6 +9,7 @@ import pytest
 
 from recorder.errors import Conflict
 from recorder.store import EventStore, NewRun
+from tests.store.spec.conftest import ev
 
 
 async def test_a_new_run_is_running_and_read_back_as_returned(store: EventStore) -> None:
@@ -76,3 +77,23 @@ async def test_duplicate_run_id_is_a_conflict(store: EventStore) -> None:
     # Nothing of the refused run was kept: not its thread, not a claim on the first one.
     assert [t.thread_id for t in (await store.list_threads()).items] == ["t1"]
     assert (await store.get_thread("t1")).run_count == 1
+
+
+async def test_one_new_run_id_posted_ten_times_at_once_gives_one_run(store: EventStore) -> None:
+    # As ten clients posting one runId: the winner records and closes its run while the
+    # others are still being refused. Refusals must be Conflicts, never a deadlock.
+    async def post(run_id: str) -> None:
+        await store.create_run(NewRun(run_id, "t1", agent="a", input=b"{}", infer_parent=True))
+        await store.append(run_id, [ev('{"type":"RUN_STARTED"}', "RUN_STARTED")])
+        await store.set_status(run_id, "finished", outcome="success", summary="hello")
+
+    for attempt in range(5):
+        run_id = f"r{attempt}"
+        results = await asyncio.gather(*(post(run_id) for _ in range(10)), return_exceptions=True)
+        failures = [r for r in results if isinstance(r, BaseException)]
+        assert len(failures) == 9, failures
+        assert all(isinstance(f, Conflict) for f in failures), failures
+        assert {str(f) for f in failures} == {f"run {run_id!r} already exists"}
+        run = await store.get_run(run_id)
+        assert (run.status, run.event_count) == ("finished", 1)
+    assert (await store.get_thread("t1")).run_count == 5
