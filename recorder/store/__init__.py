@@ -68,7 +68,7 @@ class EventStore(Protocol):
         parent.
 
         Raises ``Conflict`` if the run id is taken (whatever the thread; also when many
-        create it at once: one wins)
+        create it at once: one wins), ``InputError`` if an id contains a NUL character.
         """
         ...
 
@@ -85,8 +85,9 @@ class EventStore(Protocol):
         one run in one call follow each other). ``position`` is global: contiguous within
         the call, and increasing in commit order across concurrent appends, so a reader
         following ``read_after`` never passes over an event that commits late. Payloads
-        are stored byte for byte; ``recorded_at`` defaults to the commit's time. Each run's
-        ``event_count`` grows and its heartbeat is refreshed.
+        are stored byte for byte; ``recorded_at`` defaults to the commit's time; a type
+        loses any NUL character. Each run's ``event_count`` grows and its heartbeat is
+        refreshed.
 
         Raises ``RunNotFound`` for an unknown run and ``RunClosed`` for a run whose status
         is not ``running``; then no batch is written.
@@ -108,7 +109,7 @@ class EventStore(Protocol):
 
         ``outcome``, ``error`` and ``violations`` replace the run's when given; ``summary``,
         when given, becomes its thread's summary in the same transaction (closing a run
-        is one commit).
+        is one commit). Text loses any NUL character.
 
         Raises ``RunNotFound`` (and no summary changes), ``InputError`` for a status that
         is not one of ``model.STATUSES``.
@@ -202,7 +203,7 @@ class EventStore(Protocol):
         ...
 
     async def set_summary(self, thread_id: str, summary: str) -> None:
-        """Make ``summary`` the thread's searchable summary.
+        """Make ``summary`` (without any NUL character) the thread's searchable summary.
 
         Raises ``ThreadNotFound``.
         """

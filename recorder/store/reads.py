@@ -151,9 +151,11 @@ def _thread_conditions(f: ThreadFilter) -> tuple[list[str], list[Any]]:
     if f.until is not None:
         conditions.append("updated_at <= ?")
         params.append(float(f.until))
-    if f.text:
+    # Summaries are kept without NUL (recorder.store.writes); so is what is looked for.
+    text = (f.text or "").replace("\x00", "")
+    if text:
         conditions.append("lower(summary) LIKE ? ESCAPE '\\'")
-        escaped = f.text.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        escaped = text.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
         params.append(f"%{escaped}%")
     return conditions, params
 

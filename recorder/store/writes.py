@@ -6,6 +6,11 @@ inserts the run; ``set_status`` updates the thread's summary before the run. Tak
 other way round, a duplicate run id posted while the first run is closing deadlocks: the
 duplicate holds the thread and waits on the run's row, the closing run holds that row and
 waits for the thread.
+
+Text that the store derives from what it records (summaries, a run's error and outcome,
+an event's type) is kept without NUL characters, on both databases: PostgreSQL's ``text``
+cannot hold them, and the exact bytes stay in the event log. Ids are never altered: one
+with a NUL is refused.
 """
 
 from __future__ import annotations
@@ -74,6 +79,7 @@ def create_run(run: NewRun) -> Body[Run]:
     """Claim the thread (insert-if-absent, then lock its row: concurrent first runs of a
     thread do not collide, and concurrent runs on it line up, each seeing the one before),
     then insert the run and its input."""
+    _refuse_nul(run.run_id, run.thread_id, run.parent_run_id)
     now = run.created_at if run.created_at is not None else time.time()
     yield Execute(INSERT_THREAD, (run.thread_id, run.agent, now, now))
     ((latest,),) = yield Fetch(LATEST_RUN, (run.thread_id,))
@@ -137,7 +143,7 @@ def append_batches(
         seqs = range(first_seq, first_seq + len(events))
         positions = range(position + 1, position + 1 + len(events))
         rows += [
-            (at, thread_id, run_id, seq, kind, payload, now if when is None else when, how)
+            (at, thread_id, run_id, seq, _typed(kind), payload, now if when is None else when, how)
             for at, seq, (payload, kind, how, when) in zip(positions, seqs, events, strict=True)
         ]
         results.append(list(map(Appended._make, zip(seqs, positions, strict=True))))
@@ -158,7 +164,7 @@ def set_status(
 ) -> Body[None]:
     values = _status_values(status, outcome, error, violations)
     if summary is not None:  # the thread's row first: see the lock order above
-        yield Execute(SUMMARY_OF_RUN, (summary, run_id))
+        yield Execute(SUMMARY_OF_RUN, (_without_nul(summary), run_id))
     assignments = ", ".join(f"{column} = ?" for column in values)
     found = yield Execute(
         f"UPDATE runs SET {assignments} WHERE run_id = ?", (*values.values(), run_id)
@@ -169,7 +175,7 @@ def set_status(
 
 
 def set_summary(thread_id: str, summary: str) -> Body[None]:
-    found = yield Execute(SET_SUMMARY, (summary, thread_id))
+    found = yield Execute(SET_SUMMARY, (_without_nul(summary), thread_id))
     if found == 0:
         raise ThreadNotFound(thread_id)
 
@@ -229,9 +235,23 @@ def _status_values(
     if status in TERMINAL:
         values["finished_at"] = time.time()
     if outcome is not None:
-        values["outcome"] = outcome
+        values["outcome"] = _without_nul(outcome)
     if error is not None:
-        values["error"] = error
+        values["error"] = _without_nul(error)
     if violations is not None:
-        values["violations"] = orjson.dumps(violations).decode()
+        values["violations"] = orjson.dumps(violations).decode()  # escapes NUL as \u0000
     return values
+
+
+def _typed(kind: str | None) -> str | None:
+    # Called once per appended event: the common case is one comparison.
+    return kind if kind is None or "\x00" not in kind else kind.replace("\x00", "")
+
+
+def _without_nul(text: str) -> str:
+    return text.replace("\x00", "") if "\x00" in text else text
+
+
+def _refuse_nul(*ids: str | None) -> None:
+    if any(i is not None and "\x00" in i for i in ids):
+        raise InputError("an id cannot contain a NUL character")

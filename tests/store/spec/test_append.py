@@ -80,6 +80,14 @@ async def test_payloads_are_byte_exact(store: EventStore) -> None:
     assert len(back[-2].payload) > 5 * 1024 * 1024
 
 
+async def test_a_type_with_a_nul_character_is_stored_without_it(store: EventStore) -> None:
+    await store.create_run(NewRun("r1", "t1"))
+    payload = b'{"type":"CUS\\u0000TOM"}'
+    await store.append("r1", [NewEvent(payload, "CUS\x00TOM")])
+    (stored,) = await store.read_events("r1")
+    assert (stored.type, stored.payload) == ("CUSTOM", payload)
+
+
 async def test_an_append_refreshes_the_runs_heartbeat(store: EventStore) -> None:
     await store.create_run(NewRun("r1", "t1", created_at=1000.0))
     before = time.time()

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from recorder.errors import Conflict
+from recorder.errors import Conflict, InputError
 from recorder.store import EventStore, NewRun
 from tests.store.spec.conftest import ev
 
@@ -97,3 +97,13 @@ async def test_one_new_run_id_posted_ten_times_at_once_gives_one_run(store: Even
         run = await store.get_run(run_id)
         assert (run.status, run.event_count) == ("finished", 1)
     assert (await store.get_thread("t1")).run_count == 5
+
+
+@pytest.mark.parametrize(
+    "run",
+    [NewRun("r\x001", "t1"), NewRun("r1", "t\x001"), NewRun("r1", "t1", parent_run_id="p\x00")],
+)
+async def test_an_id_with_a_nul_character_is_refused(store: EventStore, run: NewRun) -> None:
+    with pytest.raises(InputError, match="NUL"):
+        await store.create_run(run)
+    assert (await store.list_threads()).items == []

@@ -67,6 +67,13 @@ async def test_like_characters_are_plain_text(store: EventStore) -> None:
         assert [t.thread_id for t in found.items] == ["t1"], text
 
 
+async def test_text_with_a_nul_character_is_looked_for_without_it(store: EventStore) -> None:
+    await store.create_run(NewRun("r1", "t1"))
+    await store.set_status("r1", "finished", summary="hello\x00world")
+    found = await store.list_threads(ThreadFilter(text="lo\x00wor"))
+    assert [t.thread_id for t in found.items] == ["t1"]
+
+
 async def test_nothing_matches_nothing(store: EventStore) -> None:
     assert await store.list_threads() == await store.list_threads(ThreadFilter(agent="x"))
     assert (await store.list_threads()).items == [] and (await store.list_threads()).cursor is None

@@ -60,6 +60,22 @@ async def test_closing_a_run_can_set_its_threads_summary(store: EventStore) -> N
     assert (await store.get_thread("t2")).summary is None
 
 
+async def test_text_with_nul_characters_closes_the_run(store: EventStore) -> None:
+    # A user message "hello\u0000world" is valid JSON; the summary built from it must not
+    # keep the run from closing (PostgreSQL's text cannot hold NUL): NUL is left out.
+    await store.create_run(NewRun("r1", "t1"))
+    await store.set_status(
+        "r1",
+        "error",
+        outcome="err\x00or",
+        error="broke \x00 here",
+        summary="hello\u0000world\n",
+    )
+    run = await store.get_run("r1")
+    assert (run.status, run.outcome, run.error) == ("error", "error", "broke  here")
+    assert (await store.get_thread("t1")).summary == "helloworld\n"
+
+
 async def test_an_unknown_run_is_not_found(store: EventStore) -> None:
     with pytest.raises(RunNotFound, match="'nope'"):
         await store.set_status("nope", "finished")
