@@ -30,7 +30,7 @@ class Failure(enum.Enum):
     DUPLICATE = "a row with the same key exists"
     COLLISION = "a concurrent transaction won (deadlock, serialization failure)"
     APPEND_ONLY = "the database's triggers refused to change or remove an event"
-    UNUSABLE_VALUE = "a value the database cannot hold: a NUL in PostgreSQL text, a huge number"
+    UNUSABLE_VALUE = "a value the database cannot take: a NUL in PostgreSQL text, a huge number"
 
 
 Classify = Callable[[BaseException], Failure | None]
@@ -62,6 +62,6 @@ def translated(failure: Failure | None, duplicate: str | None = None) -> Recorde
         return AppendOnlyViolation("recorded events are append-only")
     if failure is Failure.UNUSABLE_VALUE:
         return InputError(
-            "a value the database cannot hold: text with a NUL character, or a number out of range"
+            "a value the database cannot take (text with a NUL character, a number out of range)"
         )
     return StoreError("the database failed to complete the operation")

@@ -56,9 +56,7 @@ _UNAVAILABLE = (
     asyncpg.InvalidAuthorizationSpecificationError,  # 28: refused to log in
 )
 _UNUSABLE = (
-    asyncpg.CharacterNotInRepertoireError,  # NUL in text
-    asyncpg.UntranslatableCharacterError,
-    asyncpg.NumericValueOutOfRangeError,
+    asyncpg.DataError,  # class 22: NUL in text, a number out of range, a negative LIMIT, ...
     OverflowError,
     UnicodeEncodeError,
 )
@@ -67,17 +65,17 @@ _UNUSABLE = (
 class PostgresDatabase:
     append_survives_cancel = False  # a cancelled append is rolled back: group commit waits
 
-    def __init__(self, url: str, dsn: str, pool: asyncpg.Pool) -> None:
+    def __init__(self, url: str, pool: asyncpg.Pool) -> None:
         self.url = url
-        self._dsn = dsn
         self._pool = pool
         self._listener: asyncpg.Connection | None = None
 
     @classmethod
     async def open(cls, url: str) -> PostgresDatabase:
-        dsn = make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
-        pool = await asyncpg.create_pool(dsn, min_size=1, max_size=_POOL_SIZE, reset=_no_reset)
-        return cls(url, dsn, pool)
+        pool = await asyncpg.create_pool(
+            _with_driver(url, "postgresql"), min_size=1, max_size=_POOL_SIZE, reset=_no_reset
+        )
+        return cls(url, pool)
 
     @staticmethod
     def classify(exc: BaseException) -> Failure | None:
@@ -106,7 +104,9 @@ class PostgresDatabase:
             return await drive(conn, body(), transaction=False)
 
     async def migrate(self) -> None:
-        engine = create_async_engine(self.url, poolclass=NullPool)
+        engine = create_async_engine(
+            _with_driver(self.url, "postgresql+asyncpg"), poolclass=NullPool
+        )
         try:
             await upgrade(engine)
         finally:
@@ -114,7 +114,7 @@ class PostgresDatabase:
 
     async def listen(self, wake: asyncio.Event) -> None:
         try:
-            self._listener = await asyncpg.connect(self._dsn)
+            self._listener = await asyncpg.connect(_with_driver(self.url, "postgresql"))
             await self._listener.add_listener(CHANNEL, lambda *_: wake.set())
         except (OSError, asyncpg.PostgresError):
             self._listener = None  # readers fall back to polling
@@ -213,6 +213,11 @@ def _numbered(sql: str) -> str:
     """``?`` placeholders as asyncpg's ``$1, $2, ...`` (no statement has a literal ``?``)."""
     parts = sql.split("?")
     return "".join(p + (f"${i}" if i < len(parts) else "") for i, p in enumerate(parts, 1))
+
+
+def _with_driver(url: str, driver: str) -> str:
+    """``url`` (``postgresql+asyncpg://`` or ``postgres+asyncpg://``) for ``driver``."""
+    return make_url(url).set(drivername=driver).render_as_string(hide_password=False)
 
 
 async def _no_reset(conn: _Connection) -> None:

@@ -88,10 +88,8 @@ class SqlStore:
     # -- writing ---------------------------------------------------------------------------
 
     async def create_run(self, run: NewRun) -> Run:
-        with store_errors(self.database.classify, duplicate=f"run {run.run_id!r} already exists"):
-            return await self.database.write(
-                lambda: writes.create_run(run), size=len(run.input or b"")
-            )
+        taken = f"run {run.run_id!r} already exists"
+        return await self._write(lambda: writes.create_run(run), 1, len(run.input or b""), taken)
 
     async def append(self, run_id: str, events: Sequence[NewEvent]) -> list[Appended]:
         return (await self.append_batches([(run_id, events)]))[0]
@@ -194,8 +192,14 @@ class SqlStore:
 
     # -- private ---------------------------------------------------------------------------
 
-    async def _write(self, body: Callable[[], Body[T]], events: int = 1, size: int = 0) -> T:
-        with store_errors(self.database.classify):
+    async def _write(
+        self,
+        body: Callable[[], Body[T]],
+        events: int = 1,
+        size: int = 0,
+        duplicate: str | None = None,
+    ) -> T:
+        with store_errors(self.database.classify, duplicate=duplicate):
             return await self.database.write(body, events=events, size=size)
 
     async def _read(self, body: Callable[[], Body[T]]) -> T:
