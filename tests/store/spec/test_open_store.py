@@ -69,3 +69,15 @@ async def test_a_uri_to_a_file(tmp_path: Path) -> None:
         assert (await plain.get_run("r1")).thread_id == "t1"
     finally:
         await plain.close()
+
+
+@pytest.mark.postgres
+async def test_the_postgres_spelling_of_the_url(pg_url: str) -> None:
+    url = pg_url.replace("postgresql+asyncpg://", "postgres+asyncpg://")
+    store = await open_store(url, migrate=True)
+    try:
+        await store.create_run(NewRun("r1", "t1"))
+        await store.wait(0.01)  # listens with the same URL
+        assert (await store.get_run("r1")).thread_id == "t1"
+    finally:
+        await store.close()
