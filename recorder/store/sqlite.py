@@ -149,7 +149,7 @@ class SQLiteReaders:
         return await loop.run_in_executor(self._executor, self._run, work)
 
     async def close(self) -> None:
-        await asyncio.get_running_loop().run_in_executor(None, self._executor.shutdown)
+        self._executor.shutdown(wait=True)  # reads are short: a read under way ends first
         for conn in self._connections:
             conn.close()
         self._connections.clear()

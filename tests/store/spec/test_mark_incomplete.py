@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 
 from recorder.store import EventStore, NewRun
+from tests.conftest import raw_sql
 
 
 async def test_running_runs_become_incomplete(store: EventStore) -> None:
@@ -37,12 +38,15 @@ async def test_another_owners_stale_runs(store: EventStore) -> None:
     await store.create_run(NewRun("stale", "t1", owner="gone", created_at=long_ago))
     await store.create_run(NewRun("orphan", "t1", owner=None, created_at=long_ago))
     await store.create_run(NewRun("fresh", "t1", owner="other"))
+    await store.create_run(NewRun("silent", "t1", owner="other"))
+    await raw_sql(store, "UPDATE runs SET heartbeat_at = NULL WHERE run_id = 'silent'")
     closed = await store.mark_incomplete(stale_before=time.time() - 15, exclude_owner="me")
-    assert closed == ["orphan", "stale"]
+    assert closed == ["orphan", "silent", "stale"]
     statuses = {r.run_id: r.status for r in await store.list_runs("t1")}
     assert statuses == {
         "mine": "running",
         "stale": "incomplete",
         "orphan": "incomplete",
         "fresh": "running",
+        "silent": "incomplete",
     }
