@@ -133,12 +133,13 @@ async def drive(conn: _Connection, body: Body[T], *, transaction: bool) -> T:
     The transaction begins with the body's first statement, so a body that refuses its
     arguments before asking for anything costs no round trip.
     """
-    notify = False
+    began = notify = False
     try:
         statement = next(body)
         if transaction:
             locked = type(statement) is AppendLock
             await conn.execute(_BEGIN_APPEND if locked else "BEGIN")
+            began = True
             if locked:
                 statement = body.send(None)
         while True:
@@ -149,12 +150,12 @@ async def drive(conn: _Connection, body: Body[T], *, transaction: bool) -> T:
                 result = await _PERFORM[kind](conn, statement)
             statement = body.send(result)
     except StopIteration as done:
-        if transaction:
+        if began:
             await conn.execute(_COMMIT_NOTIFY if notify else "COMMIT")
         value: T = done.value
         return value
     except BaseException:
-        if transaction:
+        if began:
             await _roll_back(conn)
         raise
     finally:

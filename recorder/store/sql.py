@@ -49,8 +49,8 @@ class Database(Protocol):
     """How bodies run on one database (``sqlite.py``, ``postgres.py``).
 
     ``write`` runs a body in one write transaction (committed, or rolled back if it
-    raises); ``read`` runs one outside any write lock. Both take a function that makes the
-    body, so a transaction that has to start over gets a fresh one. ``events`` and
+    raises); ``read`` runs one outside a write transaction. Both take a function that makes
+    the body, so a transaction that has to start over gets a fresh one. ``events`` and
     ``size`` say how much a write carries (SQLite runs small ones on the event loop).
     """
 
