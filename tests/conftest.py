@@ -119,7 +119,7 @@ async def raw_sql(store: EventStore, sql: str, *params: Any) -> list[Any]:
     assert isinstance(store, SqlStore)
 
     def body() -> Body[list[Any]]:
-        rows = yield Fetch(sql, params)
+        rows = yield Fetch(sql), params
         return [tuple(row) for row in rows]
 
     return await store.database.write(body)

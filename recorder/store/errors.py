@@ -10,8 +10,7 @@ where logs find it.
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 
 from recorder.errors import (
     AppendOnlyViolation,
@@ -36,19 +35,29 @@ class Failure(enum.Enum):
 Classify = Callable[[BaseException], Failure | None]
 
 
-@contextmanager
-def store_errors(classify: Classify, *, duplicate: str | None = None) -> Iterator[None]:
-    """Translate what the database raises in the block; the project's errors pass as they are.
+class store_errors:  # lower case, like contextlib.suppress: used as a function
+    """Translate what the database raises in the ``with`` block; the project's errors pass
+    as they are.
 
     ``duplicate`` is the message for a duplicate key, when the caller knows what it was
-    (``create_run``: the run id).
+    (``create_run``: the run id). A class rather than a generator: it runs around every
+    store call, the recording path's included.
     """
-    try:
-        yield
-    except RecorderError:
-        raise
-    except Exception as exc:
-        raise translated(classify(exc), duplicate) from exc
+
+    __slots__ = ("_classify", "_duplicate")
+
+    def __init__(self, classify: Classify, *, duplicate: str | None = None) -> None:
+        self._classify = classify
+        self._duplicate = duplicate
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, trace: object
+    ) -> None:
+        if isinstance(exc, Exception) and not isinstance(exc, RecorderError):
+            raise translated(self._classify(exc), self._duplicate) from exc
 
 
 def translated(failure: Failure | None, duplicate: str | None = None) -> RecorderError:

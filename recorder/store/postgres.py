@@ -135,20 +135,20 @@ async def drive(conn: _Connection, body: Body[T], *, transaction: bool) -> T:
     """
     began = notify = False
     try:
-        statement = next(body)
+        statement, params = next(body)
         if transaction:
             locked = type(statement) is AppendLock
             await conn.execute(_BEGIN_APPEND if locked else "BEGIN")
             began = True
             if locked:
-                statement = body.send(None)
+                statement, params = body.send(None)
         while True:
             kind = type(statement)
             if kind is Notify:  # delivered at commit anyway: sent with it
                 notify, result = True, None
             else:
-                result = await _PERFORM[kind](conn, statement)
-            statement = body.send(result)
+                result = await _PERFORM[kind](conn, statement, params)
+            statement, params = body.send(result)
     except StopIteration as done:
         if began:
             await conn.execute(_COMMIT_NOTIFY if notify else "COMMIT")
@@ -171,35 +171,34 @@ async def _roll_back(conn: _Connection) -> None:
         conn.terminate()  # the pool replaces it
 
 
-async def _execute(conn: _Connection, statement: Any) -> int:
-    status: str = await conn.execute(_numbered(statement.sql), *statement.params)
+async def _execute(conn: _Connection, statement: Any, params: Any) -> int:
+    status: str = await conn.execute(_numbered(statement.sql), *params)
     return int(status.rsplit(" ", 1)[-1])
 
 
-async def _fetch(conn: _Connection, statement: Any) -> list[Any]:
-    rows: list[Any] = await conn.fetch(_numbered(statement.sql), *statement.params)
+async def _fetch(conn: _Connection, statement: Any, params: Any) -> list[Any]:
+    sql = _numbered(statement.sql) + (" FOR UPDATE" if statement.lock else "")
+    rows: list[Any] = await conn.fetch(sql, *params)
     return rows
 
 
-async def _fetch_events(conn: _Connection, statement: Any) -> list[Any]:
+async def _fetch_events(conn: _Connection, statement: Any, params: Any) -> list[Any]:
     # The records quack like RecordedEvent (fields by name and by index, iteration):
     # building them in asyncpg's C code rather than copying each into a tuple halves the
     # cost of reading a long run.
-    rows: list[Any] = await conn.fetch(
-        _numbered(statement.sql), *statement.params, record_class=_EventRecord
-    )
+    rows: list[Any] = await conn.fetch(_numbered(statement.sql), *params, record_class=_EventRecord)
     return rows
 
 
-async def _insert_events(conn: _Connection, statement: Any) -> None:
-    await conn.copy_records_to_table("events", records=statement.rows, columns=_COLUMNS)
+async def _insert_events(conn: _Connection, statement: Any, rows: Any) -> None:
+    await conn.copy_records_to_table("events", records=rows, columns=_COLUMNS)
 
 
-async def _lock_events(conn: _Connection, statement: Any) -> None:
+async def _lock_events(conn: _Connection, statement: Any, params: Any) -> None:
     await conn.execute(_LOCK_EVENTS)  # as the first statement, it rides with BEGIN instead
 
 
-_PERFORM: dict[type, Callable[[_Connection, Any], Any]] = {
+_PERFORM: dict[type, Callable[[_Connection, Any, Any], Any]] = {
     Execute: _execute,
     Fetch: _fetch,
     FetchEvents: _fetch_events,

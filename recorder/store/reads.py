@@ -23,21 +23,24 @@ RUNS = (
     "FROM runs r LEFT JOIN run_inputs i ON i.run_id = r.run_id"
 )
 RUNS_WITHOUT_INPUT = f"SELECT {_RUN_COLUMNS.format(input='NULL')} FROM runs r"
-RUN = f"{RUNS} WHERE r.run_id = ?"
+RUN = Fetch(f"{RUNS} WHERE r.run_id = ?")
+_OF_THREAD = " WHERE r.thread_id = ? ORDER BY r.created_at, r.run_id"
+RUNS_OF_THREAD = Fetch(RUNS_WITHOUT_INPUT + _OF_THREAD)
+RUNS_OF_THREAD_WITH_INPUTS = Fetch(RUNS + _OF_THREAD)
 _LATEST_STATUS = "(SELECT status FROM runs WHERE runs.run_id = threads.latest_run_id)"
 THREADS = (
     "SELECT thread_id, agent, created_at, updated_at, run_count, latest_run_id, summary, "
     f"{_LATEST_STATUS} FROM threads"
 )
-THREAD = f"{THREADS} WHERE thread_id = ?"
-MAX_POSITION = "SELECT max(position) FROM events"
-NEAREST_CHECKPOINT = (
+THREAD = Fetch(f"{THREADS} WHERE thread_id = ?")
+MAX_POSITION = Fetch("SELECT max(position) FROM events")
+NEAREST_CHECKPOINT = Fetch(
     "SELECT seq, data FROM checkpoints WHERE run_id = ? AND seq <= ? ORDER BY seq DESC LIMIT 1"
 )
 
 
 def get_run(run_id: str) -> Body[Run]:
-    rows = yield Fetch(RUN, (run_id,))
+    rows = yield RUN, (run_id,)
     if not rows:
         raise RunNotFound(run_id)
     return _run(rows[0])
@@ -55,7 +58,7 @@ def read_events(
     if limit is not None:
         sql += " LIMIT ?"
         params.append(limit)
-    events: list[RecordedEvent] = yield FetchEvents(sql, params)
+    events: list[RecordedEvent] = yield FetchEvents(sql), params
     return events
 
 
@@ -71,23 +74,22 @@ def read_after(
     if limit is not None:
         sql += " LIMIT ?"
         params.append(limit)
-    events: list[RecordedEvent] = yield FetchEvents(sql, params)
+    events: list[RecordedEvent] = yield FetchEvents(sql), params
     return events
 
 
 def max_position() -> Body[int]:
-    ((value,),) = yield Fetch(MAX_POSITION)
+    ((value,),) = yield MAX_POSITION, ()
     return int(value or 0)
 
 
 def list_runs(thread_id: str, inputs: bool) -> Body[list[Run]]:
-    sql = RUNS if inputs else RUNS_WITHOUT_INPUT
-    rows = yield Fetch(f"{sql} WHERE r.thread_id = ? ORDER BY r.created_at, r.run_id", (thread_id,))
+    rows = yield (RUNS_OF_THREAD_WITH_INPUTS if inputs else RUNS_OF_THREAD), (thread_id,)
     return [_run(row) for row in rows]
 
 
 def get_thread(thread_id: str) -> Body[Thread]:
-    rows = yield Fetch(THREAD, (thread_id,))
+    rows = yield THREAD, (thread_id,)
     if not rows:
         raise ThreadNotFound(thread_id)
     return _thread(rows[0])
@@ -101,9 +103,8 @@ def list_threads(filters: ThreadFilter, limit: int, cursor: str | None) -> Body[
         conditions.append("(updated_at < ? OR (updated_at = ? AND thread_id < ?))")
         params += [updated_at, updated_at, thread_id]
     where = f" WHERE {' AND '.join(conditions)}" if conditions else ""
-    rows = yield Fetch(
-        f"{THREADS}{where} ORDER BY updated_at DESC, thread_id DESC LIMIT ?", (*params, limit + 1)
-    )
+    page = Fetch(f"{THREADS}{where} ORDER BY updated_at DESC, thread_id DESC LIMIT ?")
+    rows = yield page, (*params, limit + 1)
     items = [_thread(row) for row in rows[:limit]]
     if len(rows) <= limit:
         return Page(items, None)
@@ -116,7 +117,7 @@ def lineage(run_id: str) -> Body[list[Run]]:
     current: str | None = run_id
     while current is not None and current not in seen:
         seen.add(current)
-        rows = yield Fetch(RUN, (current,))
+        rows = yield RUN, (current,)
         if not rows:
             if not chain:
                 raise RunNotFound(run_id)
@@ -129,7 +130,7 @@ def lineage(run_id: str) -> Body[list[Run]]:
 
 
 def nearest_checkpoint(run_id: str, seq: int) -> Body[tuple[int, bytes] | None]:
-    rows = yield Fetch(NEAREST_CHECKPOINT, (run_id, seq))
+    rows = yield NEAREST_CHECKPOINT, (run_id, seq)
     return (int(rows[0][0]), bytes(rows[0][1])) if rows else None
 
 

@@ -165,50 +165,44 @@ class SQLiteReaders:
 def drive(conn: sqlite3.Connection, body: Body[T]) -> T:
     """Run ``body`` on ``conn``, each statement as it asks for it; its return value."""
     try:
-        statement = next(body)
+        statement, params = next(body)
         while True:
-            statement = body.send(_PERFORM[type(statement)](conn, statement))
+            result: Any
+            # SQLite has no row locks to take (``Fetch.lock``): a write transaction holds
+            # the whole database from BEGIN IMMEDIATE.
+            if type(statement) is Fetch:
+                result = conn.execute(statement.sql, params).fetchall()
+            elif type(statement) is Execute:
+                result = conn.execute(statement.sql, params).rowcount
+            else:
+                result = _PERFORM[type(statement)](conn, statement, params)
+            statement, params = body.send(result)
     except StopIteration as done:
-        result: T = done.value
-        return result
+        value: T = done.value
+        return value
     finally:
         body.close()
 
 
-def _execute(conn: sqlite3.Connection, statement: Any) -> int:
-    return conn.execute(_rendered(statement.sql), statement.params).rowcount
+def _fetch_events(conn: sqlite3.Connection, statement: Any, params: Any) -> list[RecordedEvent]:
+    return list(map(RecordedEvent._make, conn.execute(statement.sql, params)))
 
 
-def _fetch(conn: sqlite3.Connection, statement: Any) -> list[Any]:
-    return conn.execute(_rendered(statement.sql), statement.params).fetchall()
+def _insert_events(conn: sqlite3.Connection, statement: Any, rows: Any) -> None:
+    conn.executemany(_INSERT_EVENTS, rows)
 
 
-def _fetch_events(conn: sqlite3.Connection, statement: Any) -> list[RecordedEvent]:
-    return list(map(RecordedEvent._make, conn.execute(statement.sql, statement.params)))
-
-
-def _insert_events(conn: sqlite3.Connection, statement: Any) -> None:
-    conn.executemany(_INSERT_EVENTS, statement.rows)
-
-
-def _nothing(conn: sqlite3.Connection, statement: Any) -> None:
+def _nothing(conn: sqlite3.Connection, statement: Any, params: Any) -> None:
     """The append lock is the write lock, held since BEGIN IMMEDIATE; and there is no one
     to notify: other processes on the file notice by polling."""
 
 
-_PERFORM: dict[type, Callable[[sqlite3.Connection, Any], Any]] = {
-    Execute: _execute,
-    Fetch: _fetch,
+_PERFORM: dict[type, Callable[[sqlite3.Connection, Any, Any], Any]] = {
     FetchEvents: _fetch_events,
     InsertEvents: _insert_events,
     AppendLock: _nothing,
     Notify: _nothing,
 }
-
-
-def _rendered(sql: str) -> str:
-    # No row locks in SQLite: a write transaction holds the database from BEGIN IMMEDIATE.
-    return sql.removesuffix(" FOR UPDATE")
 
 
 # The loop's connection never waits for the file lock and never checkpoints.

@@ -32,42 +32,44 @@ from recorder.store.model import (
     NewRun,
     Run,
 )
+from recorder.store.reads import MAX_POSITION
 from recorder.store.statements import (
-    AppendLock,
+    APPEND_LOCK,
+    INSERT_EVENTS,
+    NOTIFY,
     Body,
     Execute,
     Fetch,
-    InsertEvents,
-    Notify,
 )
 
-INSERT_THREAD = (
+INSERT_THREAD = Execute(
     "INSERT INTO threads (thread_id, agent, created_at, updated_at, run_count) "
     "VALUES (?, ?, ?, ?, 0) ON CONFLICT (thread_id) DO NOTHING"
 )
-LATEST_RUN = "SELECT latest_run_id FROM threads WHERE thread_id = ? FOR UPDATE"
-CLAIM_THREAD = (
+LATEST_RUN = Fetch("SELECT latest_run_id FROM threads WHERE thread_id = ?", lock=True)
+CLAIM_THREAD = Execute(
     "UPDATE threads SET updated_at = ?, run_count = run_count + 1, latest_run_id = ? "
     "WHERE thread_id = ?"
 )
-INSERT_RUN = (
+INSERT_RUN = Execute(
     "INSERT INTO runs (run_id, thread_id, agent, status, parent_run_id, parent_seq, "
     "parent_inferred, origin, created_at, heartbeat_at, owner) "
     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
-INSERT_INPUT = "INSERT INTO run_inputs (run_id, input) VALUES (?, ?)"
-MAX_POSITION = "SELECT max(position) FROM events"
-CLAIM = (
+INSERT_INPUT = Execute("INSERT INTO run_inputs (run_id, input) VALUES (?, ?)")
+CLAIM = Fetch(
     "UPDATE runs SET event_count = event_count + ?, heartbeat_at = ? WHERE run_id = ? "
     "RETURNING thread_id, event_count, status"
 )
-SUMMARY_OF_RUN = (
+SUMMARY_OF_RUN = Execute(
     "UPDATE threads SET summary = ? WHERE thread_id = (SELECT thread_id FROM runs WHERE run_id = ?)"
 )
-SET_SUMMARY = "UPDATE threads SET summary = ? WHERE thread_id = ?"
-HEARTBEAT = "UPDATE runs SET heartbeat_at = ?, owner = ? WHERE run_id = ? AND heartbeat_at < ?"
-RUN_EXISTS = "SELECT 1 FROM runs WHERE run_id = ?"
-SAVE_CHECKPOINT = (
+SET_SUMMARY = Execute("UPDATE threads SET summary = ? WHERE thread_id = ?")
+HEARTBEAT = Execute(
+    "UPDATE runs SET heartbeat_at = ?, owner = ? WHERE run_id = ? AND heartbeat_at < ?"
+)
+RUN_EXISTS = Fetch("SELECT 1 FROM runs WHERE run_id = ?")
+SAVE_CHECKPOINT = Execute(
     "INSERT INTO checkpoints (run_id, seq, data) VALUES (?, ?, ?) "
     "ON CONFLICT (run_id, seq) DO NOTHING"
 )
@@ -81,30 +83,28 @@ def create_run(run: NewRun) -> Body[Run]:
     then insert the run and its input."""
     _refuse_nul(run.run_id, run.thread_id, run.parent_run_id)
     now = run.created_at if run.created_at is not None else time.time()
-    yield Execute(INSERT_THREAD, (run.thread_id, run.agent, now, now))
-    ((latest,),) = yield Fetch(LATEST_RUN, (run.thread_id,))
-    yield Execute(CLAIM_THREAD, (now, run.run_id, run.thread_id))
+    yield INSERT_THREAD, (run.thread_id, run.agent, now, now)
+    ((latest,),) = yield LATEST_RUN, (run.thread_id,)
+    yield CLAIM_THREAD, (now, run.run_id, run.thread_id)
     parent, inferred = run.parent_run_id, run.parent_inferred
     if run.infer_parent and parent is None:
         parent, inferred = latest, latest is not None
-    yield Execute(
-        INSERT_RUN,
-        (
-            run.run_id,
-            run.thread_id,
-            run.agent,
-            RUNNING,
-            parent,
-            run.parent_seq,
-            inferred,
-            run.origin,
-            now,
-            now,
-            run.owner,
-        ),
+    columns = (
+        run.run_id,
+        run.thread_id,
+        run.agent,
+        RUNNING,
+        parent,
+        run.parent_seq,
+        inferred,
+        run.origin,
+        now,
+        now,
+        run.owner,
     )
+    yield INSERT_RUN, columns
     if run.input is not None:
-        yield Execute(INSERT_INPUT, (run.run_id, run.input))
+        yield INSERT_INPUT, (run.run_id, run.input)
     return Run(
         run_id=run.run_id,
         thread_id=run.thread_id,
@@ -131,14 +131,14 @@ def append_batches(
 ) -> Body[list[list[Appended]]]:
     # Under the append lock, the positions handed out here are contiguous and increase
     # in commit order.
-    yield AppendLock()
-    ((max_position,),) = yield Fetch(MAX_POSITION)
+    yield APPEND_LOCK, ()
+    ((max_position,),) = yield MAX_POSITION, ()
     position = int(max_position or 0)
     now = time.time()
     rows: list[tuple[Any, ...]] = []
     results: list[list[Appended]] = []
     for run_id, events in batches:
-        found = yield Fetch(CLAIM, (len(events), now, run_id))
+        found = yield CLAIM, (len(events), now, run_id)
         thread_id, first_seq = _claimed(run_id, len(events), found[0] if found else None)
         seqs = range(first_seq, first_seq + len(events))
         positions = range(position + 1, position + 1 + len(events))
@@ -149,8 +149,8 @@ def append_batches(
         results.append(list(map(Appended._make, zip(seqs, positions, strict=True))))
         position += len(events)
     if rows:
-        yield InsertEvents(rows)
-        yield Notify()
+        yield INSERT_EVENTS, rows
+        yield NOTIFY, ()
     return results
 
 
@@ -164,25 +164,24 @@ def set_status(
 ) -> Body[None]:
     values = _status_values(status, outcome, error, violations)
     if summary is not None:  # the thread's row first: see the lock order above
-        yield Execute(SUMMARY_OF_RUN, (_without_nul(summary), run_id))
+        yield SUMMARY_OF_RUN, (_without_nul(summary), run_id)
     assignments = ", ".join(f"{column} = ?" for column in values)
-    found = yield Execute(
-        f"UPDATE runs SET {assignments} WHERE run_id = ?", (*values.values(), run_id)
-    )
+    update = Execute(f"UPDATE runs SET {assignments} WHERE run_id = ?")
+    found = yield update, (*values.values(), run_id)
     if found == 0:
         raise RunNotFound(run_id)
-    yield Notify()
+    yield NOTIFY, ()
 
 
 def set_summary(thread_id: str, summary: str) -> Body[None]:
-    found = yield Execute(SET_SUMMARY, (_without_nul(summary), thread_id))
+    found = yield SET_SUMMARY, (_without_nul(summary), thread_id)
     if found == 0:
         raise ThreadNotFound(thread_id)
 
 
 def heartbeat(run_id: str, owner: str) -> Body[None]:
     now = time.time()
-    yield Execute(HEARTBEAT, (now, owner, run_id, now - FRESH_FOR))
+    yield HEARTBEAT, (now, owner, run_id, now - FRESH_FOR)
 
 
 def mark_incomplete(
@@ -199,21 +198,21 @@ def mark_incomplete(
     if stale_before is not None:
         conditions.append("(heartbeat_at IS NULL OR heartbeat_at < ?)")
         params.append(stale_before)
-    rows = yield Fetch(
+    close = Fetch(
         f"UPDATE runs SET status = ?, finished_at = ? WHERE {' AND '.join(conditions)} "
-        "RETURNING run_id",
-        (INCOMPLETE, time.time(), *params),
+        "RETURNING run_id"
     )
+    rows = yield close, (INCOMPLETE, time.time(), *params)
     if rows:
-        yield Notify()
+        yield NOTIFY, ()
     return sorted(str(row[0]) for row in rows)
 
 
 def save_checkpoint(run_id: str, seq: int, data: bytes) -> Body[None]:
     # A checkpoint that exists already was saved by a concurrent reader: same data.
-    if not (yield Fetch(RUN_EXISTS, (run_id,))):
+    if not (yield RUN_EXISTS, (run_id,)):
         raise RunNotFound(run_id)
-    yield Execute(SAVE_CHECKPOINT, (run_id, seq, data))
+    yield SAVE_CHECKPOINT, (run_id, seq, data)
 
 
 def _claimed(run_id: str, count: int, row: Sequence[Any] | None) -> tuple[str, int]:
