@@ -4,6 +4,7 @@
     ├── ConfigError            bad settings: an agent spec, a database URL
     ├── StoreError             anything the event store reports
     │   ├── StoreUnavailable   the database cannot be reached or opened
+    │   │   └── NotMigrated    it has no recorder tables
     │   ├── NotFound           an unknown run or thread
     │   │   ├── RunNotFound
     │   │   └── ThreadNotFound
@@ -33,6 +34,10 @@ class StoreError(RecorderError):
 
 
 class StoreUnavailable(StoreError):
+    pass
+
+
+class NotMigrated(StoreUnavailable):
     pass
 
 

@@ -16,6 +16,7 @@ from recorder.errors import (
     AppendOnlyViolation,
     Conflict,
     InputError,
+    NotMigrated,
     RecorderError,
     StoreError,
     StoreUnavailable,
@@ -26,6 +27,7 @@ class Failure(enum.Enum):
     """What went wrong, as far as a caller of the store needs to know."""
 
     UNAVAILABLE = "the database cannot be reached, opened or written (gone, full, busy)"
+    NOT_MIGRATED = "the recorder's tables are missing"
     DUPLICATE = "a row with the same key exists"
     COLLISION = "a concurrent transaction won (deadlock, serialization failure)"
     APPEND_ONLY = "the database's triggers refused to change or remove an event"
@@ -63,6 +65,8 @@ class store_errors:  # lower case, like contextlib.suppress: used as a function
 def translated(failure: Failure | None, duplicate: str | None = None) -> RecorderError:
     if failure is Failure.UNAVAILABLE:
         return StoreUnavailable("the database is unavailable")
+    if failure is Failure.NOT_MIGRATED:
+        return NotMigrated("the database has no recorder tables (it was never migrated)")
     if failure is Failure.DUPLICATE:
         return Conflict(duplicate or "the record already exists")
     if failure is Failure.COLLISION:

@@ -48,9 +48,6 @@ _BEGIN_APPEND = f"BEGIN; {_LOCK_EVENTS}"
 _COMMIT_NOTIFY = f"NOTIFY {CHANNEL}; COMMIT"
 _POOL_SIZE = 50
 _UNAVAILABLE = (
-    OSError,
-    TimeoutError,
-    asyncpg.PostgresConnectionError,  # class 08
     asyncpg.InsufficientResourcesError,  # 53: disk full, too many connections
     asyncpg.InvalidCatalogNameError,  # no such database
     asyncpg.InvalidAuthorizationSpecificationError,  # 28: refused to log in
@@ -81,25 +78,37 @@ class PostgresDatabase:
     def classify(exc: BaseException) -> Failure | None:
         if isinstance(exc, asyncpg.RaiseError):  # raised only by the append-only triggers
             return Failure.APPEND_ONLY
+        if isinstance(exc, asyncpg.UndefinedTableError):
+            return Failure.NOT_MIGRATED
         if isinstance(exc, asyncpg.UniqueViolationError):
             return Failure.DUPLICATE
         if isinstance(exc, asyncpg.TransactionRollbackError):
             return Failure.COLLISION
         if isinstance(exc, _UNUSABLE) or isinstance(exc.__cause__, OverflowError):
             return Failure.UNUSABLE_VALUE
-        if isinstance(exc, _UNAVAILABLE):
+        if isinstance(exc, _UNAVAILABLE) or _broken(exc):
             return Failure.UNAVAILABLE
-        if isinstance(exc, asyncpg.OperatorInterventionError):  # 57: shutting down, ...
-            return None if isinstance(exc, asyncpg.QueryCanceledError) else Failure.UNAVAILABLE
         if isinstance(exc, asyncpg.InterfaceError) and "closed" in str(exc):
-            return Failure.UNAVAILABLE  # a connection closed under us, or the pool closing
+            return Failure.UNAVAILABLE  # the pool closing
         return None
 
     async def write(self, body: Callable[[], Body[T]], *, events: int = 0, size: int = 0) -> T:
+        try:
+            async with self._pool.acquire() as conn:
+                return await drive(conn, body(), transaction=True, first_try=True)
+        except _NotBegun:
+            await self._pool.expire_connections()
         async with self._pool.acquire() as conn:
             return await drive(conn, body(), transaction=True)
 
     async def read(self, body: Callable[[], Body[T]]) -> T:
+        try:
+            async with self._pool.acquire() as conn:
+                return await drive(conn, body(), transaction=False)
+        except Exception as exc:
+            if not _broken(exc):
+                raise
+            await self._pool.expire_connections()
         async with self._pool.acquire() as conn:
             return await drive(conn, body(), transaction=False)
 
@@ -127,18 +136,27 @@ class PostgresDatabase:
         await self._pool.close()
 
 
-async def drive(conn: _Connection, body: Body[T], *, transaction: bool) -> T:
+async def drive(
+    conn: _Connection, body: Body[T], *, transaction: bool, first_try: bool = False
+) -> T:
     """Run ``body`` on ``conn`` (in a transaction of its own if asked); its return value.
 
     The transaction begins with the body's first statement, so a body that refuses its
-    arguments before asking for anything costs no round trip.
+    arguments before asking for anything costs no round trip. On a ``first_try``, a
+    connection found broken at BEGIN raises ``_NotBegun``: nothing was sent, so the
+    transaction can start over on another one.
     """
     began = notify = False
     try:
         statement, params = next(body)
         if transaction:
             locked = type(statement) is AppendLock
-            await conn.execute(_BEGIN_APPEND if locked else "BEGIN")
+            try:
+                await conn.execute(_BEGIN_APPEND if locked else "BEGIN")
+            except Exception as exc:
+                if first_try and _broken(exc):
+                    raise _NotBegun from exc
+                raise
             began = True
             if locked:
                 statement, params = body.send(None)
@@ -160,6 +178,30 @@ async def drive(conn: _Connection, body: Body[T], *, transaction: bool) -> T:
         raise
     finally:
         body.close()
+
+
+class _NotBegun(Exception):
+    """The connection was found broken at BEGIN, before the transaction sent anything."""
+
+
+def _broken(exc: BaseException) -> bool:
+    """Whether ``exc`` says the connection is gone (or unusable), not the statement wrong.
+
+    A pooled connection the server dropped (a restart, an administrator) is found out on
+    its next use; asyncpg's pool does not test connections before handing them out, and a
+    test on every checkout would cost a round trip on every call.
+    """
+    if isinstance(exc, asyncpg.OperatorInterventionError):  # 57: shutting down, ...
+        return not isinstance(exc, asyncpg.QueryCanceledError)
+    return isinstance(
+        exc,
+        (
+            OSError,
+            TimeoutError,
+            asyncpg.PostgresConnectionError,  # class 08
+            asyncpg.exceptions.InternalClientError,  # a protocol left mid-way by a drop
+        ),
+    )
 
 
 async def _roll_back(conn: _Connection) -> None:

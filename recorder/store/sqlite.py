@@ -108,6 +108,9 @@ class SQLiteDatabase:
                 return Failure.DUPLICATE
             if code & 0xFF in _UNAVAILABLE:
                 return Failure.UNAVAILABLE
+            # A missing table has no code of its own: SQLITE_ERROR, and this text.
+            if code == sqlite3.SQLITE_ERROR and str(exc).startswith("no such table"):
+                return Failure.NOT_MIGRATED
         if isinstance(exc, (OverflowError, UnicodeEncodeError)):
             return Failure.UNUSABLE_VALUE
         if isinstance(exc, OSError):

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from recorder.errors import ConfigError, StoreError, StoreUnavailable
+from recorder.errors import ConfigError, NotMigrated, RunNotFound, StoreError, StoreUnavailable
 from recorder.store import EventStore, NewRun, open_store
 
 
@@ -38,6 +38,18 @@ async def test_a_file_that_is_no_database_is_unavailable(tmp_path: Path) -> None
         await open_store(f"sqlite+aiosqlite:///{path}", migrate=True)
     assert "not a database" in str(raised.value.__cause__)
     assert issubclass(StoreUnavailable, StoreError)
+
+
+async def test_a_database_never_migrated_says_so(spec_url: str) -> None:
+    store = await open_store(spec_url)
+    try:
+        with pytest.raises(NotMigrated, match=r"^the database has no recorder tables"):
+            await store.get_run("r1")
+        await store.migrate()
+        with pytest.raises(RunNotFound):
+            await store.get_run("r1")
+    finally:
+        await store.close()
 
 
 @pytest.mark.parametrize(
