@@ -4,6 +4,7 @@
     ├── ConfigError            bad settings: an agent spec, a database URL
     ├── StoreError             anything the event store reports
     │   ├── StoreUnavailable   the database cannot be reached or opened
+    │   │   └── NotMigrated    it has no recorder tables
     │   ├── NotFound           an unknown run or thread
     │   │   ├── RunNotFound
     │   │   └── ThreadNotFound
@@ -13,8 +14,8 @@
     ├── InputError             a request or file we cannot use (bad JSON, missing ids)
     └── UpstreamError          the agent behind the proxy failed (refused, non-2xx, ...)
 
-Driver errors never leave the store: each backend translates them in one place
-(``recorder.store.sql._translate``) and chains the original with ``from``.
+Driver errors never leave the store: they are translated in one place
+(``recorder.store.errors.store_errors``), the original chained with ``from``.
 """
 
 from __future__ import annotations
@@ -33,6 +34,10 @@ class StoreError(RecorderError):
 
 
 class StoreUnavailable(StoreError):
+    pass
+
+
+class NotMigrated(StoreUnavailable):
     pass
 
 

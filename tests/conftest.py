@@ -8,11 +8,14 @@ import socket
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import asyncpg
 import pytest
 
 from recorder.store import EventStore, open_store
+from recorder.store.sql import SqlStore
+from recorder.store.statements import Body, Fetch
 
 CI = os.environ.get("CI", "").lower() == "true"
 PG_ADMIN = os.environ.get("AGUI_RECORDER_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
@@ -104,6 +107,22 @@ async def store(db_url: str) -> AsyncIterator[EventStore]:
         yield s
     finally:
         await s.close()
+
+
+async def raw_sql(store: EventStore, sql: str, *params: Any) -> list[Any]:
+    """Run one statement (``?`` placeholders) in a write transaction on the store's own
+    database, as any other client of it could; its rows. Driver errors come out as they are.
+
+    It goes through the store's database (``SqlStore.database``) because an in-memory
+    database has no other connection.
+    """
+    assert isinstance(store, SqlStore)
+
+    def body() -> Body[list[Any]]:
+        rows = yield Fetch(sql), params
+        return [tuple(row) for row in rows]
+
+    return await store.database.write(body)
 
 
 @pytest.fixture

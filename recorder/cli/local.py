@@ -16,7 +16,7 @@ from sqlalchemy.exc import ArgumentError
 
 from recorder.client.transport import agent_answer
 from recorder.config import Settings
-from recorder.errors import InputError, RecorderError, StoreUnavailable
+from recorder.errors import InputError, NotMigrated, RecorderError, StoreUnavailable
 from recorder.models import (
     Checkpoint,
     EventPage,
@@ -74,16 +74,15 @@ async def open_database(url: str, *, create: bool) -> EventStore:
     store = await open_store(url, migrate=create)
     try:
         await store.max_position()
-    except RecorderError:
-        await store.close()
-        raise
-    except Exception as exc:
-        # Not the store's own error: its tables are missing (a database no recorder made).
+    except NotMigrated as exc:  # a database no recorder made
         await store.close()
         raise StoreUnavailable(
             f"the database {describe_database(url)} has no recorder tables: "
             f"`recorder migrate --db {url}` creates them"
         ) from exc
+    except RecorderError:
+        await store.close()
+        raise
     return store
 
 

@@ -1,4 +1,12 @@
-"""The event store: the port (``EventStore``) and ``open_store``, where a backend is chosen."""
+"""The event store: the port (``EventStore``) and ``open_store``, where a database is chosen.
+
+Errors every method may raise besides those it names (``recorder.errors``):
+``StoreUnavailable`` when the database cannot be reached, opened or written (gone, full,
+locked by another process for too long); ``InputError`` for a value the database cannot
+hold (text with a NUL character on PostgreSQL, a number out of range); ``StoreError`` for
+anything else the database reports. Their messages never carry the driver's text, which
+stays on the chained cause. A method that raises has changed nothing.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +14,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from recorder.errors import ConfigError
+from recorder.store.errors import store_errors
 from recorder.store.model import (
     Appended,
     NewEvent,
@@ -15,21 +24,76 @@ from recorder.store.model import (
     Thread,
     ThreadFilter,
 )
+from recorder.store.postgres import PostgresDatabase
+from recorder.store.sql import Database, SqlStore
+from recorder.store.sqlite import SQLiteDatabase
 from recorder.wire.events import RecordedEvent
 
 
 class EventStore(Protocol):
-    """An append-only log of AG-UI frames, keyed by thread and run."""
+    """An append-only log of AG-UI frames, keyed by thread and run.
+
+    Every write is one transaction: it happens whole or not at all.
+    """
 
     url: str
+    """The database URL the store was opened with."""
 
-    async def close(self) -> None: ...
-    async def migrate(self) -> None: ...
-    async def create_run(self, run: NewRun) -> Run: ...
-    async def append(self, run_id: str, events: Sequence[NewEvent]) -> list[Appended]: ...
+    @property
+    def append_survives_cancel(self) -> bool:
+        """True when an append that has begun commits or fails whole even if its caller
+        is cancelled (SQLite); False when cancelling the caller rolls it back (PostgreSQL)."""
+        ...
+
+    async def close(self) -> None:
+        """Wait for a write in progress, then release every connection and thread."""
+        ...
+
+    async def migrate(self) -> None:
+        """Bring the schema to the newest revision (Alembic); does nothing when it is there.
+
+        Recorders starting together on one PostgreSQL database migrate it once.
+        """
+        ...
+
+    async def create_run(self, run: NewRun) -> Run:
+        """Record a new run, ``running``, with no events; returns it as ``get_run`` would.
+
+        Its thread is created if it is new (with the run's agent), and the run becomes the
+        thread's latest (``run_count`` + 1, ``updated_at`` = the run's ``created_at``,
+        which defaults to now; ``heartbeat_at`` starts there too). The posted input is kept
+        byte for byte. With ``infer_parent`` and no ``parent_run_id``, the parent is the
+        thread's latest run before this one (``parent_inferred``), read in the same
+        transaction: runs created at once on one thread form a chain, each with its own
+        parent.
+
+        Raises ``Conflict`` if the run id is taken (whatever the thread; also when many
+        create it at once: one wins), ``InputError`` if an id contains a NUL character.
+        """
+        ...
+
+    async def append(self, run_id: str, events: Sequence[NewEvent]) -> list[Appended]:
+        """``append_batches([(run_id, events)])``: where each event landed, in order."""
+        ...
+
     async def append_batches(
         self, batches: Sequence[tuple[str, Sequence[NewEvent]]]
-    ) -> list[list[Appended]]: ...
+    ) -> list[list[Appended]]:
+        """Append every batch in one transaction; for each batch, where its events landed.
+
+        A run's events get ``seq`` 0, 1, 2, ... with no gap, in the order given (batches of
+        one run in one call follow each other). ``position`` is global: contiguous within
+        the call, and increasing in commit order across concurrent appends, so a reader
+        following ``read_after`` never passes over an event that commits late. Payloads
+        are stored byte for byte; ``recorded_at`` defaults to the commit's time; a type
+        loses any NUL character. Each run's ``event_count`` grows and its heartbeat is
+        refreshed.
+
+        Raises ``RunNotFound`` for an unknown run and ``RunClosed`` for a run whose status
+        is not ``running``; then no batch is written.
+        """
+        ...
+
     async def set_status(
         self,
         run_id: str,
@@ -40,68 +104,160 @@ class EventStore(Protocol):
         violations: list[dict[str, object]] | None = None,
         summary: str | None = None,
     ) -> None:
-        """Set the run's status; ``summary``, if given, becomes its thread's summary in the
-        same transaction (closing a run is one commit)."""
+        """Give the run ``status``; a terminal one (anything but ``running``) also sets
+        ``finished_at`` to now.
+
+        ``outcome``, ``error`` and ``violations`` replace the run's when given; ``summary``,
+        when given, becomes its thread's summary in the same transaction (closing a run
+        is one commit). Text loses any NUL character.
+
+        Raises ``RunNotFound`` (and no summary changes), ``InputError`` for a status that
+        is not one of ``model.STATUSES``.
+        """
         ...
 
-    async def heartbeat(self, run_ids: Sequence[str], owner: str) -> None: ...
+    async def heartbeat(self, run_ids: Sequence[str], owner: str) -> None:
+        """Mark the runs as alive and owned by ``owner`` (``heartbeat_at`` = now).
+
+        A run whose heartbeat is under a second old is left as it is (an append just
+        refreshed it); unknown ids are ignored. Each run is its own transaction.
+        """
+        ...
+
     async def mark_incomplete(
         self,
         *,
         owner: str | None = None,
         stale_before: float | None = None,
         exclude_owner: str | None = None,
-    ) -> list[str]: ...
-    async def get_run(self, run_id: str) -> Run: ...
-    async def read_events(
-        self, run_id: str, *, gt: int = -1, lte: int | None = None, limit: int | None = None
-    ) -> list[RecordedEvent]: ...
-    async def read_after(
-        self, position: int, *, limit: int | None = None, thread_id: str | None = None
-    ) -> list[RecordedEvent]: ...
-    async def max_position(self) -> int: ...
-    async def list_runs(self, thread_id: str, *, inputs: bool = False) -> list[Run]:
-        """The thread's runs, oldest first; their posted inputs (``Run.input``, which can be
-        large) only with ``inputs=True``, else None."""
+    ) -> list[str]:
+        """Close runs left ``running`` by a process that is gone: status ``incomplete``,
+        ``finished_at`` now. Returns their ids, sorted.
+
+        All running runs by default; only those owned by ``owner``, not owned by
+        ``exclude_owner`` (runs without an owner count as not owned by it), and whose
+        heartbeat is missing or older than ``stale_before`` (epoch seconds), when given.
+        One transaction.
+        """
         ...
 
-    async def get_thread(self, thread_id: str) -> Thread: ...
+    async def get_run(self, run_id: str) -> Run:
+        """The run, with its posted input. Raises ``RunNotFound``."""
+        ...
+
+    async def read_events(
+        self, run_id: str, *, gt: int = -1, lte: int | None = None, limit: int | None = None
+    ) -> list[RecordedEvent]:
+        """The run's events with ``gt < seq <= lte``, by ascending seq, at most ``limit``.
+
+        An unknown run has no events (no error).
+        """
+        ...
+
+    async def read_after(
+        self, position: int, *, limit: int | None = None, thread_id: str | None = None
+    ) -> list[RecordedEvent]:
+        """Events of every run (or of ``thread_id``'s) with a position above ``position``,
+        by ascending position, at most ``limit``.
+
+        Positions become visible in order: calling again with the last position seen
+        never skips an event, however the appends interleave.
+        """
+        ...
+
+    async def max_position(self) -> int:
+        """The highest position recorded; 0 when there are no events."""
+        ...
+
+    async def list_runs(self, thread_id: str, *, inputs: bool = False) -> list[Run]:
+        """The thread's runs, oldest first (by ``created_at``, then run id); their posted
+        inputs (``Run.input``, which can be large) only with ``inputs=True``, else None.
+
+        An unknown thread has no runs (no error).
+        """
+        ...
+
+    async def get_thread(self, thread_id: str) -> Thread:
+        """The thread, with the status of its latest run. Raises ``ThreadNotFound``."""
+        ...
+
     async def list_threads(
         self, filters: ThreadFilter | None = None, *, limit: int = 50, cursor: str | None = None
-    ) -> Page: ...
-    async def lineage(self, run_id: str) -> list[Run]: ...
-    async def set_summary(self, thread_id: str, summary: str) -> None: ...
-    async def save_checkpoint(self, run_id: str, seq: int, data: bytes) -> None: ...
-    async def nearest_checkpoint(self, run_id: str, seq: int) -> tuple[int, bytes] | None: ...
+    ) -> Page:
+        """A page of threads, most recently updated first (ties: by thread id, descending).
+
+        Filters: ``agent`` (any of the thread's runs was recorded for it), ``status`` (of
+        its latest run), ``since``/``until`` (``updated_at``, inclusive), ``text`` (in the
+        summary, ignoring case; ``%`` and ``_`` are plain characters). ``Page.cursor``
+        fetches the next page with the same filters; None when there is none. Raises
+        ``InputError`` for a cursor this store did not give.
+        """
+        ...
+
+    async def lineage(self, run_id: str) -> list[Run]:
+        """The run's chain of parents, root first, the run itself last.
+
+        The chain ends at a parent that was never recorded here (another system's run).
+        Raises ``RunNotFound`` if the run itself is unknown.
+        """
+        ...
+
+    async def set_summary(self, thread_id: str, summary: str) -> None:
+        """Make ``summary`` (without any NUL character) the thread's searchable summary.
+
+        Raises ``ThreadNotFound``.
+        """
+        ...
+
+    async def save_checkpoint(self, run_id: str, seq: int, data: bytes) -> None:
+        """Keep ``data``, a snapshot derived from the run's events up to ``seq``.
+
+        A checkpoint at the same ``(run_id, seq)`` exists already when a concurrent reader
+        saved it first: it is kept, and this call does nothing. Raises ``RunNotFound``.
+        """
+        ...
+
+    async def nearest_checkpoint(self, run_id: str, seq: int) -> tuple[int, bytes] | None:
+        """The run's checkpoint with the highest seq at or below ``seq``, as ``(seq, data)``;
+        None if there is none."""
+        ...
+
     async def wait(self, timeout: float) -> None:
-        """Return once events were committed (by any process on the database) or at ``timeout``."""
+        """Return once events or a run's status were committed after the call (through this
+        store; on PostgreSQL by any process on the database), or after ``timeout`` seconds.
+
+        Where no notification can arrive (SQLite, from other processes), readers poll.
+        """
         ...
 
 
 async def open_store(url: str, *, migrate: bool = False) -> EventStore:
-    """A store for ``url`` (``sqlite+aiosqlite:///...`` or ``postgresql+asyncpg://...``)."""
-    from recorder.store.sql import SqlStore
+    """A store for ``url`` (``sqlite+aiosqlite:///...`` or ``postgresql+asyncpg://...``),
+    its schema migrated first with ``migrate=True``.
 
-    store: SqlStore
+    ``sqlite+aiosqlite:///:memory:`` and URI databases (``?uri=true``) live on one
+    connection, which the store shares between all its work. Raises ``ConfigError`` for
+    any other URL, ``StoreUnavailable`` when the database cannot be opened.
+    """
+    kind: type[SQLiteDatabase] | type[PostgresDatabase]
     if url.startswith("sqlite+aiosqlite:"):
-        from recorder.store.sqlite import SQLiteDialect, SQLiteStore, file_path
-
-        path = file_path(url)
-        if path is not None:
-            store = await SQLiteStore.open_file(url, path)
-        else:
-            store = await SqlStore.open(url, SQLiteDialect())
+        kind = SQLiteDatabase
     elif url.startswith(("postgresql+asyncpg:", "postgres+asyncpg:")):
-        from recorder.store.postgres import PostgresDialect
-
-        store = await SqlStore.open(url, PostgresDialect())
+        kind = PostgresDatabase
     else:
         raise ConfigError(
             f"unsupported database URL {url!r}: use sqlite+aiosqlite:///PATH "
             "or postgresql+asyncpg://USER@HOST/DB"
         )
+    with store_errors(kind.classify):
+        database: Database = await kind.open(url)
+    store = SqlStore(database)
     if migrate:
-        await store.migrate()
+        try:
+            await store.migrate()
+        except BaseException:
+            await store.close()
+            raise
     return store
 
 

@@ -31,15 +31,15 @@ def alembic_config(connection: Connection | None = None) -> Config:
 _MIGRATION_LOCK = 0x5245_434F_5244
 
 
+def apply_migrations(connection: Connection, revision: str = "head") -> None:
+    """Upgrade the database behind ``connection``, inside its transaction."""
+    command.upgrade(alembic_config(connection), revision)
+
+
 async def upgrade(engine: AsyncEngine, revision: str = "head") -> None:
     async with engine.begin() as conn:
         if conn.dialect.name == "postgresql":
             # Several recorders starting at once on one database would otherwise race to
             # create the same tables; the lock is held until this transaction commits.
             await conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({_MIGRATION_LOCK})")
-        await conn.run_sync(lambda sync: command.upgrade(alembic_config(sync), revision))
-
-
-async def downgrade(engine: AsyncEngine, revision: str = "base") -> None:
-    async with engine.begin() as conn:
-        await conn.run_sync(lambda sync: command.downgrade(alembic_config(sync), revision))
+        await conn.run_sync(apply_migrations, revision)

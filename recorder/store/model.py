@@ -17,7 +17,6 @@ TERMINAL = frozenset(STATUSES) - {RUNNING}
 UPSTREAM = "upstream"
 RECORDER = "recorder"
 IMPORT = "import"
-ORIGINS = (UPSTREAM, RECORDER, IMPORT)
 
 
 class NewEvent(NamedTuple):

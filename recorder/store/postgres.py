@@ -1,122 +1,273 @@
-"""PostgreSQL (asyncpg): a table lock orders appends, COPY writes them, NOTIFY wakes tails."""
+"""PostgreSQL (asyncpg): a table lock orders appends, COPY writes them, NOTIFY wakes tails.
+
+Bodies run on a pooled asyncpg connection, each statement awaited as the body asks for it
+(``drive``). A write transaction costs as few round trips as its statements allow: the
+append lock rides with BEGIN and the notification with COMMIT, and a connection goes back
+to the pool without the driver's reset query (the store sets no session state, holds no
+advisory locks and never listens on a pooled connection).
+"""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from typing import Any, cast
+import functools
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import asyncpg
+from asyncpg.pool import PoolConnectionProxy
 from sqlalchemy.engine import make_url
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+from sqlalchemy.ext.asyncio import create_async_engine
+from sqlalchemy.pool import NullPool
 
-from recorder.errors import StoreError, StoreUnavailable
-from recorder.store.errors import translate_common
-from recorder.store.sql import EventRow
+from recorder.store.errors import Failure
+from recorder.store.migrations import upgrade
+from recorder.store.statements import (
+    AppendLock,
+    Body,
+    Execute,
+    Fetch,
+    FetchEvents,
+    InsertEvents,
+    Notify,
+)
 from recorder.wire.events import RecordedEvent
 
+T = TypeVar("T")
+_Connection = asyncpg.Connection | PoolConnectionProxy
+
 CHANNEL = "recorder_events"
-_COLUMNS = ["position", "thread_id", "run_id", "seq", "type", "payload", "recorded_at", "origin"]
-_SELECT = f"SELECT {', '.join(_COLUMNS)} FROM events WHERE run_id = $1 AND seq > $2"
+# Positions must increase in commit order, or a reader tailing "position > N" could pass
+# over a row whose transaction commits late (it took N+1 but became visible after N+2 was
+# read). A sequence cannot promise that; holding this lock from taking positions until
+# commit does. EXCLUSIVE mode blocks only other writers of events: readers (ACCESS SHARE)
+# go on, and group commit keeps writers few.
+_LOCK_EVENTS = "LOCK TABLE events IN EXCLUSIVE MODE"
+_BEGIN_APPEND = f"BEGIN; {_LOCK_EVENTS}"
+_COMMIT_NOTIFY = f"NOTIFY {CHANNEL}; COMMIT"
+_POOL_SIZE = 50
+_UNAVAILABLE = (
+    asyncpg.InsufficientResourcesError,  # 53: disk full, too many connections
+    asyncpg.InvalidCatalogNameError,  # no such database
+    asyncpg.InvalidAuthorizationSpecificationError,  # 28: refused to log in
+)
+_UNUSABLE = (
+    asyncpg.DataError,  # class 22: NUL in text, a number out of range, a negative LIMIT, ...
+    OverflowError,
+    UnicodeEncodeError,
+)
 
 
-class PostgresDialect:
-    name = "postgresql"
+class PostgresDatabase:
+    append_survives_cancel = False  # a cancelled append is rolled back: group commit waits
 
-    def __init__(self) -> None:
+    def __init__(self, url: str, pool: asyncpg.Pool) -> None:
+        self.url = url
+        self._pool = pool
         self._listener: asyncpg.Connection | None = None
-        self._dsn = ""
 
-    def create_engine(self, url: str) -> AsyncEngine:
-        self._dsn = make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
-        return create_async_engine(url, pool_size=10, max_overflow=40, pool_pre_ping=True)
+    @classmethod
+    async def open(cls, url: str) -> PostgresDatabase:
+        pool = await asyncpg.create_pool(
+            _with_driver(url, "postgresql"), min_size=1, max_size=_POOL_SIZE, reset=_no_reset
+        )
+        return cls(url, pool)
 
-    def translate(self, exc: BaseException) -> StoreError | None:
-        cause = getattr(exc, "orig", None) or exc
-        if isinstance(
-            cause,
-            (
-                asyncpg.InvalidCatalogNameError,
-                asyncpg.InvalidAuthorizationSpecificationError,
-                asyncpg.CannotConnectNowError,
-                asyncpg.ConnectionDoesNotExistError,
-            ),
-        ):
-            return StoreUnavailable(f"PostgreSQL unavailable: {cause}")
-        return translate_common(exc)
+    @staticmethod
+    def classify(exc: BaseException) -> Failure | None:
+        if isinstance(exc, asyncpg.RaiseError):  # raised only by the append-only triggers
+            return Failure.APPEND_ONLY
+        if isinstance(exc, asyncpg.UndefinedTableError):
+            return Failure.NOT_MIGRATED
+        if isinstance(exc, asyncpg.UniqueViolationError):
+            return Failure.DUPLICATE
+        if isinstance(exc, asyncpg.TransactionRollbackError):
+            return Failure.COLLISION
+        if isinstance(exc, _UNUSABLE) or isinstance(exc.__cause__, OverflowError):
+            return Failure.UNUSABLE_VALUE
+        if isinstance(exc, _UNAVAILABLE) or _broken(exc):
+            return Failure.UNAVAILABLE
+        if isinstance(exc, asyncpg.InterfaceError) and "closed" in str(exc):
+            return Failure.UNAVAILABLE  # the pool closing
+        return None
 
-    @asynccontextmanager
-    async def write_transaction(
-        self, engine: AsyncEngine, *, append: bool = False
-    ) -> AsyncIterator[AsyncConnection]:
-        async with engine.begin() as conn:
-            if not append:
-                yield conn
-                return
-            # Positions must increase in commit order, or a reader tailing "position > N"
-            # could pass over a row whose transaction commits late (it took N+1 but became
-            # visible after N+2 was read). A sequence cannot promise that; holding this lock
-            # from taking positions until commit does. EXCLUSIVE mode blocks only other
-            # writers: readers (ACCESS SHARE) go on, and group commit keeps writers few.
-            await conn.exec_driver_sql("LOCK TABLE events IN EXCLUSIVE MODE")
-            yield conn
-
-    async def insert_events(self, conn: AsyncConnection, rows: list[EventRow]) -> None:
-        driver = await _driver(conn)
-        await driver.copy_records_to_table("events", records=rows, columns=_COLUMNS)
-
-    async def fetch(self, conn: AsyncConnection, sql: str, *params: Any) -> list[Any]:
-        driver = await _driver(conn)
-        rows: list[Any] = await driver.fetch(_numbered(sql), *params)
-        return rows
-
-    async def fetch_events(
-        self, conn: AsyncConnection, run_id: str, gt: int, lte: int | None, limit: int | None
-    ) -> list[RecordedEvent]:
-        sql = _SELECT
-        params: list[Any] = [run_id, gt]
-        if lte is not None:
-            params.append(lte)
-            sql += f" AND seq <= ${len(params)}"
-        sql += " ORDER BY seq"
-        if limit is not None:
-            params.append(limit)
-            sql += f" LIMIT ${len(params)}"
-        driver = await _driver(conn)
-        rows: list[Any] = await driver.fetch(sql, *params, record_class=_EventRecord)
-        # The records quack like RecordedEvent (fields by name and by index, iteration):
-        # building them in asyncpg's C code rather than copying each into a tuple halves
-        # the cost of reading a long run.
-        return cast(list[RecordedEvent], rows)
-
-    async def notify(self, conn: AsyncConnection) -> None:
-        # Delivered by PostgreSQL at commit, to every recorder process listening.
-        await conn.exec_driver_sql(f"NOTIFY {CHANNEL}")
-
-    async def listen(self, engine: AsyncEngine, wake: asyncio.Event) -> None:
+    async def write(self, body: Callable[[], Body[T]], *, events: int = 0, size: int = 0) -> T:
         try:
-            self._listener = await asyncpg.connect(self._dsn)
+            async with self._pool.acquire() as conn:
+                return await drive(conn, body(), transaction=True, first_try=True)
+        except _NotBegun:
+            await self._pool.expire_connections()
+        async with self._pool.acquire() as conn:
+            return await drive(conn, body(), transaction=True)
+
+    async def read(self, body: Callable[[], Body[T]]) -> T:
+        try:
+            async with self._pool.acquire() as conn:
+                return await drive(conn, body(), transaction=False)
+        except Exception as exc:
+            if not _broken(exc):
+                raise
+            await self._pool.expire_connections()
+        async with self._pool.acquire() as conn:
+            return await drive(conn, body(), transaction=False)
+
+    async def migrate(self) -> None:
+        engine = create_async_engine(
+            _with_driver(self.url, "postgresql+asyncpg"), poolclass=NullPool
+        )
+        try:
+            await upgrade(engine)
+        finally:
+            await engine.dispose()
+
+    async def listen(self, wake: asyncio.Event) -> None:
+        try:
+            self._listener = await asyncpg.connect(_with_driver(self.url, "postgresql"))
             await self._listener.add_listener(CHANNEL, lambda *_: wake.set())
         except (OSError, asyncpg.PostgresError):
             self._listener = None  # readers fall back to polling
 
-    async def stop(self) -> None:
+    async def close(self) -> None:
         if self._listener is not None:
             with contextlib.suppress(Exception):
                 await self._listener.close()
             self._listener = None
+        await self._pool.close()
 
 
+async def drive(
+    conn: _Connection, body: Body[T], *, transaction: bool, first_try: bool = False
+) -> T:
+    """Run ``body`` on ``conn`` (in a transaction of its own if asked); its return value.
+
+    The transaction begins with the body's first statement, so a body that refuses its
+    arguments before asking for anything costs no round trip. On a ``first_try``, a
+    connection found broken at BEGIN raises ``_NotBegun``: nothing was sent, so the
+    transaction can start over on another one.
+    """
+    began = notify = False
+    try:
+        statement, params = next(body)
+        if transaction:
+            locked = type(statement) is AppendLock
+            try:
+                await conn.execute(_BEGIN_APPEND if locked else "BEGIN")
+            except Exception as exc:
+                if first_try and _broken(exc):
+                    raise _NotBegun from exc
+                raise
+            began = True
+            if locked:
+                statement, params = body.send(None)
+        while True:
+            kind = type(statement)
+            if kind is Notify:  # delivered at commit anyway: sent with it
+                notify, result = True, None
+            else:
+                result = await _PERFORM[kind](conn, statement, params)
+            statement, params = body.send(result)
+    except StopIteration as done:
+        if began:
+            await conn.execute(_COMMIT_NOTIFY if notify else "COMMIT")
+        value: T = done.value
+        return value
+    except BaseException:
+        if began:
+            await _roll_back(conn)
+        raise
+    finally:
+        body.close()
+
+
+class _NotBegun(Exception):
+    """The connection was found broken at BEGIN, before the transaction sent anything."""
+
+
+def _broken(exc: BaseException) -> bool:
+    """Whether ``exc`` says the connection is gone (or unusable), not the statement wrong.
+
+    A pooled connection the server dropped (a restart, an administrator) is found out on
+    its next use; asyncpg's pool does not test connections before handing them out, and a
+    test on every checkout would cost a round trip on every call.
+    """
+    if isinstance(exc, asyncpg.OperatorInterventionError):  # 57: shutting down, ...
+        return not isinstance(exc, asyncpg.QueryCanceledError)
+    return isinstance(
+        exc,
+        (
+            OSError,
+            TimeoutError,
+            asyncpg.PostgresConnectionError,  # class 08
+            asyncpg.exceptions.InternalClientError,  # a protocol left mid-way by a drop
+        ),
+    )
+
+
+async def _roll_back(conn: _Connection) -> None:
+    if conn.is_closed() or not conn.is_in_transaction():
+        return
+    try:
+        await conn.execute("ROLLBACK")
+    except Exception:
+        conn.terminate()  # the pool replaces it
+
+
+async def _execute(conn: _Connection, statement: Any, params: Any) -> int:
+    status: str = await conn.execute(_numbered(statement.sql), *params)
+    return int(status.rsplit(" ", 1)[-1])
+
+
+async def _fetch(conn: _Connection, statement: Any, params: Any) -> list[Any]:
+    sql = _numbered(statement.sql) + (" FOR UPDATE" if statement.lock else "")
+    rows: list[Any] = await conn.fetch(sql, *params)
+    return rows
+
+
+async def _fetch_events(conn: _Connection, statement: Any, params: Any) -> list[Any]:
+    # The records quack like RecordedEvent (fields by name and by index, iteration):
+    # building them in asyncpg's C code rather than copying each into a tuple halves the
+    # cost of reading a long run.
+    rows: list[Any] = await conn.fetch(_numbered(statement.sql), *params, record_class=_EventRecord)
+    return rows
+
+
+async def _insert_events(conn: _Connection, statement: Any, rows: Any) -> None:
+    await conn.copy_records_to_table("events", records=rows, columns=_COLUMNS)
+
+
+async def _lock_events(conn: _Connection, statement: Any, params: Any) -> None:
+    await conn.execute(_LOCK_EVENTS)  # as the first statement, it rides with BEGIN instead
+
+
+_PERFORM: dict[type, Callable[[_Connection, Any, Any], Any]] = {
+    Execute: _execute,
+    Fetch: _fetch,
+    FetchEvents: _fetch_events,
+    InsertEvents: _insert_events,
+    AppendLock: _lock_events,
+}
+_COLUMNS = list(RecordedEvent._fields)
+
+
+@functools.lru_cache(maxsize=1024)  # statements built from filters vary, but not endlessly
 def _numbered(sql: str) -> str:
-    """``?`` placeholders as asyncpg's ``$1, $2, ...`` (our statements have no literal ``?``)."""
+    """``?`` placeholders as asyncpg's ``$1, $2, ...`` (no statement has a literal ``?``)."""
     parts = sql.split("?")
     return "".join(p + (f"${i}" if i < len(parts) else "") for i, p in enumerate(parts, 1))
 
 
+def _with_driver(url: str, driver: str) -> str:
+    """``url`` (``postgresql+asyncpg://`` or ``postgres+asyncpg://``) for ``driver``."""
+    return make_url(url).set(drivername=driver).render_as_string(hide_password=False)
+
+
+async def _no_reset(conn: _Connection) -> None:
+    """Nothing to reset (asyncpg still rolls back a transaction left open)."""
+
+
 class _EventRecord(asyncpg.Record):
-    """A row of ``_SELECT`` with RecordedEvent's field names."""
+    """A row of ``EVENT_COLUMNS`` with RecordedEvent's field names."""
 
     position = property(lambda self: self[0])
     thread_id = property(lambda self: self[1])
@@ -126,8 +277,3 @@ class _EventRecord(asyncpg.Record):
     payload = property(lambda self: self[5])
     recorded_at = property(lambda self: self[6])
     origin = property(lambda self: self[7])
-
-
-async def _driver(conn: AsyncConnection) -> Any:
-    raw = await conn.get_raw_connection()
-    return raw.driver_connection

@@ -7,12 +7,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlalchemy import inspect
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from recorder.store.migrations import downgrade, upgrade
+from recorder.store.migrations import alembic_config, upgrade
 from recorder.store.schema import metadata
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -40,7 +41,8 @@ async def test_upgrade_downgrade_upgrade_without_drift(db_url: str) -> None:
                 "checkpoints",
             }
             assert await conn.run_sync(_diff) == []
-        await downgrade(engine)
+        async with engine.begin() as conn:
+            await conn.run_sync(lambda sync: command.downgrade(alembic_config(sync), "base"))
         async with engine.connect() as conn:
             assert await conn.run_sync(_tables) == set()
         await upgrade(engine)

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import orjson
 import pytest
-from sqlalchemy import text
 
 from bench.workload import mixed_events
 from recorder.errors import InputError
 from recorder.reference.projector import fold
 from recorder.store import EventStore, NewEvent, NewRun
-from recorder.store.sql import SqlStore
 from recorder.timetravel.history import History
+from tests.conftest import raw_sql
 
 START = [{"id": "u0", "role": "user", "content": "start here"}]
 
@@ -32,15 +31,10 @@ async def test_state_at_every_point_with_checkpoints_equals_a_plain_fold(store: 
         upto = len(frames) if seq is None else seq + 1
         expected = fold(frames[:upto], messages=START, state={"s": 1}).to_json()
         assert (await history.project(run, seq)).to_json() == expected, seq
-    assert isinstance(store, SqlStore)
-    async with store.engine.connect() as conn:
-        saved = (
-            (await conn.execute(text("SELECT seq FROM checkpoints ORDER BY seq"))).scalars().all()
-        )
+    saved = [seq for (seq,) in await raw_sql(store, "SELECT seq FROM checkpoints ORDER BY seq")]
     assert saved and all(s % 50 == 49 for s in saved)
     # Derived data: dropping every checkpoint changes nothing but the cost.
-    async with store.engine.begin() as conn:
-        await conn.execute(text("DELETE FROM checkpoints"))
+    await raw_sql(store, "DELETE FROM checkpoints")
     again = History(store, checkpoint_every=50)
     for seq in (77, 450):
         expected = fold(frames[: seq + 1], messages=START, state={"s": 1}).to_json()
@@ -57,10 +51,7 @@ async def test_checkpoint_is_used_instead_of_folding_from_the_start(store: Event
     from recorder.reference.projector import Projector
 
     forged = Projector([{"id": "forged", "role": "user", "content": "x"}], {"forged": True})
-    async with store.engine.begin() as conn:  # type: ignore[attr-defined]
-        await conn.execute(
-            text("UPDATE checkpoints SET data = :d WHERE seq = 199"), {"d": forged.checkpoint()}
-        )
+    await raw_sql(store, "UPDATE checkpoints SET data = ? WHERE seq = 199", forged.checkpoint())
     at = await history.project(run, 250)
     assert at.state == {"forged": True} or any(m["id"] == "forged" for m in at.messages)
 

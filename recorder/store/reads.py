@@ -1,0 +1,208 @@
+"""The bodies of the store's reads, one per operation (see ``recorder.store.statements``)."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Sequence
+from typing import Any
+
+import orjson
+
+from recorder.errors import InputError, RunNotFound, ThreadNotFound
+from recorder.store.model import Page, Run, Thread, ThreadFilter
+from recorder.store.statements import EVENT_COLUMNS, Body, Fetch, FetchEvents
+from recorder.wire.events import RecordedEvent
+
+_RUN_COLUMNS = (
+    "r.run_id, r.thread_id, r.agent, r.status, {input}, r.parent_run_id, r.parent_seq, "
+    "r.parent_inferred, r.origin, r.outcome, r.error, r.violations, r.event_count, "
+    "r.created_at, r.finished_at, r.heartbeat_at, r.owner"
+)
+RUNS = (
+    f"SELECT {_RUN_COLUMNS.format(input='i.input')} "
+    "FROM runs r LEFT JOIN run_inputs i ON i.run_id = r.run_id"
+)
+RUNS_WITHOUT_INPUT = f"SELECT {_RUN_COLUMNS.format(input='NULL')} FROM runs r"
+RUN = Fetch(f"{RUNS} WHERE r.run_id = ?")
+_OF_THREAD = " WHERE r.thread_id = ? ORDER BY r.created_at, r.run_id"
+RUNS_OF_THREAD = Fetch(RUNS_WITHOUT_INPUT + _OF_THREAD)
+RUNS_OF_THREAD_WITH_INPUTS = Fetch(RUNS + _OF_THREAD)
+_LATEST_STATUS = "(SELECT status FROM runs WHERE runs.run_id = threads.latest_run_id)"
+THREADS = (
+    "SELECT thread_id, agent, created_at, updated_at, run_count, latest_run_id, summary, "
+    f"{_LATEST_STATUS} FROM threads"
+)
+THREAD = Fetch(f"{THREADS} WHERE thread_id = ?")
+MAX_POSITION = Fetch("SELECT max(position) FROM events")
+NEAREST_CHECKPOINT = Fetch(
+    "SELECT seq, data FROM checkpoints WHERE run_id = ? AND seq <= ? ORDER BY seq DESC LIMIT 1"
+)
+
+
+def get_run(run_id: str) -> Body[Run]:
+    rows = yield RUN, (run_id,)
+    if not rows:
+        raise RunNotFound(run_id)
+    return _run(rows[0])
+
+
+def read_events(
+    run_id: str, gt: int, lte: int | None, limit: int | None
+) -> Body[list[RecordedEvent]]:
+    sql = f"SELECT {EVENT_COLUMNS} FROM events WHERE run_id = ? AND seq > ?"
+    params: list[Any] = [run_id, gt]
+    if lte is not None:
+        sql += " AND seq <= ?"
+        params.append(lte)
+    sql += " ORDER BY seq"
+    if limit is not None:
+        sql += " LIMIT ?"
+        params.append(limit)
+    events: list[RecordedEvent] = yield FetchEvents(sql), params
+    return events
+
+
+def read_after(
+    position: int, limit: int | None, thread_id: str | None
+) -> Body[list[RecordedEvent]]:
+    sql = f"SELECT {EVENT_COLUMNS} FROM events WHERE position > ?"
+    params: list[Any] = [position]
+    if thread_id is not None:
+        sql += " AND thread_id = ?"
+        params.append(thread_id)
+    sql += " ORDER BY position"
+    if limit is not None:
+        sql += " LIMIT ?"
+        params.append(limit)
+    events: list[RecordedEvent] = yield FetchEvents(sql), params
+    return events
+
+
+def max_position() -> Body[int]:
+    ((value,),) = yield MAX_POSITION, ()
+    return int(value or 0)
+
+
+def list_runs(thread_id: str, inputs: bool) -> Body[list[Run]]:
+    rows = yield (RUNS_OF_THREAD_WITH_INPUTS if inputs else RUNS_OF_THREAD), (thread_id,)
+    return [_run(row) for row in rows]
+
+
+def get_thread(thread_id: str) -> Body[Thread]:
+    rows = yield THREAD, (thread_id,)
+    if not rows:
+        raise ThreadNotFound(thread_id)
+    return _thread(rows[0])
+
+
+def list_threads(filters: ThreadFilter, limit: int, cursor: str | None) -> Body[Page]:
+    """Newest first (by last update, then id), ``limit`` a page, keyset-paginated."""
+    conditions, params = _thread_conditions(filters)
+    if cursor is not None:
+        updated_at, thread_id = _decode_cursor(cursor)
+        conditions.append("(updated_at < ? OR (updated_at = ? AND thread_id < ?))")
+        params += [updated_at, updated_at, thread_id]
+    where = f" WHERE {' AND '.join(conditions)}" if conditions else ""
+    page = Fetch(f"{THREADS}{where} ORDER BY updated_at DESC, thread_id DESC LIMIT ?")
+    rows = yield page, (*params, limit + 1)
+    items = [_thread(row) for row in rows[:limit]]
+    if len(rows) <= limit:
+        return Page(items, None)
+    return Page(items, _encode_cursor(items[-1].updated_at, items[-1].thread_id))
+
+
+def lineage(run_id: str) -> Body[list[Run]]:
+    chain: list[Run] = []
+    seen: set[str] = set()
+    current: str | None = run_id
+    while current is not None and current not in seen:
+        seen.add(current)
+        rows = yield RUN, (current,)
+        if not rows:
+            if not chain:
+                raise RunNotFound(run_id)
+            break  # a parent that was never recorded here (e.g. another system's run)
+        run = _run(rows[0])
+        chain.append(run)
+        current = run.parent_run_id
+    chain.reverse()
+    return chain
+
+
+def nearest_checkpoint(run_id: str, seq: int) -> Body[tuple[int, bytes] | None]:
+    rows = yield NEAREST_CHECKPOINT, (run_id, seq)
+    return (int(rows[0][0]), bytes(rows[0][1])) if rows else None
+
+
+def _thread_conditions(f: ThreadFilter) -> tuple[list[str], list[Any]]:
+    conditions: list[str] = []
+    params: list[Any] = []
+    if f.agent is not None:
+        conditions.append(
+            "EXISTS (SELECT 1 FROM runs WHERE runs.thread_id = threads.thread_id "
+            "AND runs.agent = ?)"
+        )
+        params.append(f.agent)
+    if f.status is not None:
+        conditions.append(f"{_LATEST_STATUS} = ?")
+        params.append(f.status)
+    if f.since is not None:
+        conditions.append("updated_at >= ?")
+        params.append(float(f.since))
+    if f.until is not None:
+        conditions.append("updated_at <= ?")
+        params.append(float(f.until))
+    # Summaries are kept without NUL (recorder.store.writes); so is what is looked for.
+    text = (f.text or "").replace("\x00", "")
+    if text:
+        conditions.append("lower(summary) LIKE ? ESCAPE '\\'")
+        escaped = text.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        params.append(f"%{escaped}%")
+    return conditions, params
+
+
+def _run(row: Sequence[Any]) -> Run:
+    return Run(
+        run_id=row[0],
+        thread_id=row[1],
+        agent=row[2],
+        status=row[3],
+        input=None if row[4] is None else bytes(row[4]),
+        parent_run_id=row[5],
+        parent_seq=row[6],
+        parent_inferred=bool(row[7]),
+        origin=row[8],
+        outcome=row[9],
+        error=row[10],
+        violations=orjson.loads(row[11]) if row[11] else [],
+        event_count=int(row[12]),
+        created_at=float(row[13]),
+        finished_at=row[14],
+        heartbeat_at=row[15],
+        owner=row[16],
+    )
+
+
+def _thread(row: Sequence[Any]) -> Thread:
+    return Thread(
+        thread_id=row[0],
+        agent=row[1],
+        created_at=float(row[2]),
+        updated_at=float(row[3]),
+        run_count=int(row[4]),
+        latest_run_id=row[5],
+        summary=row[6],
+        latest_status=row[7],
+    )
+
+
+def _encode_cursor(updated_at: float, thread_id: str) -> str:
+    return base64.urlsafe_b64encode(orjson.dumps([updated_at, thread_id])).decode()
+
+
+def _decode_cursor(cursor: str) -> tuple[float, str]:
+    try:
+        updated_at, thread_id = orjson.loads(base64.urlsafe_b64decode(cursor.encode()))
+        return float(updated_at), str(thread_id)
+    except Exception as exc:
+        raise InputError(f"invalid cursor {cursor!r}") from exc

@@ -1,0 +1,69 @@
+"""What an operation's body may ask of its database: a few kinds of statement.
+
+A body is a generator: it yields a statement with its parameters, ``(statement, params)``,
+the database runs it and sends back its result, and the body's return value is the
+operation's. It never touches a connection, so the same body runs on a ``sqlite3``
+connection (driven synchronously, on the event loop or a thread) and on an asyncpg
+connection (driven with ``await``); see ``recorder.store.sql`` for why.
+
+Statements are mostly constants (their kind and SQL, made once) yielded with fresh
+parameters: a pair costs next to nothing to make, on a path where a transaction takes
+tens of microseconds. SQL is written once, with ``?`` placeholders; each database renders
+it for its driver (asyncpg numbers them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from typing import Any, NamedTuple, TypeVar
+
+from recorder.wire.events import RecordedEvent
+
+T = TypeVar("T")
+
+
+class Execute(NamedTuple):
+    """A statement run for its effect; the body is sent the number of rows it changed."""
+
+    sql: str
+
+
+class Fetch(NamedTuple):
+    """A query; the body is sent its rows, each indexable by column number.
+
+    ``lock`` holds the rows read until the transaction ends (PostgreSQL: ``FOR UPDATE``;
+    SQLite's write transactions hold the whole database from their first statement).
+    """
+
+    sql: str
+    lock: bool = False
+
+
+class FetchEvents(NamedTuple):
+    """A query of whole event rows (``EVENT_COLUMNS``); the body is sent RecordedEvents."""
+
+    sql: str
+
+
+class InsertEvents(NamedTuple):
+    """New event rows (``EVENT_COLUMNS`` order, given as the parameters), written the
+    driver's fastest way."""
+
+
+class AppendLock(NamedTuple):
+    """Take the lock that appends hold until they commit, so that positions increase in
+    commit order (PostgreSQL locks the events table; SQLite's write transactions already
+    hold the whole database). A body that appends asks for it first."""
+
+
+class Notify(NamedTuple):
+    """Tell other processes that this transaction committed events or a status."""
+
+
+Statement = Execute | Fetch | FetchEvents | InsertEvents | AppendLock | Notify
+Body = Generator[tuple[Statement, Any], Any, T]
+
+INSERT_EVENTS = InsertEvents()
+APPEND_LOCK = AppendLock()
+NOTIFY = Notify()
+EVENT_COLUMNS = ", ".join(RecordedEvent._fields)

@@ -1,0 +1,256 @@
+"""The bodies of the store's writes, one per operation (see ``recorder.store.statements``).
+
+Lock order, the same in every body: a thread's row before a run's row, and appends take the
+events lock (PostgreSQL) before any run row. ``create_run`` locks its thread and then
+inserts the run; ``set_status`` updates the thread's summary before the run. Taken the
+other way round, a duplicate run id posted while the first run is closing deadlocks: the
+duplicate holds the thread and waits on the run's row, the closing run holds that row and
+waits for the thread.
+
+Text that the store derives from what it records (summaries, a run's error and outcome,
+an event's type) is kept without NUL characters, on both databases: PostgreSQL's ``text``
+cannot hold them, and the exact bytes stay in the event log. Ids are never altered: one
+with a NUL is refused.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import orjson
+
+from recorder.errors import InputError, RunClosed, RunNotFound, ThreadNotFound
+from recorder.store.model import (
+    INCOMPLETE,
+    RUNNING,
+    STATUSES,
+    TERMINAL,
+    Appended,
+    NewEvent,
+    NewRun,
+    Run,
+)
+from recorder.store.reads import MAX_POSITION
+from recorder.store.statements import (
+    APPEND_LOCK,
+    INSERT_EVENTS,
+    NOTIFY,
+    Body,
+    Execute,
+    Fetch,
+)
+
+INSERT_THREAD = Execute(
+    "INSERT INTO threads (thread_id, agent, created_at, updated_at, run_count) "
+    "VALUES (?, ?, ?, ?, 0) ON CONFLICT (thread_id) DO NOTHING"
+)
+LATEST_RUN = Fetch("SELECT latest_run_id FROM threads WHERE thread_id = ?", lock=True)
+CLAIM_THREAD = Execute(
+    "UPDATE threads SET updated_at = ?, run_count = run_count + 1, latest_run_id = ? "
+    "WHERE thread_id = ?"
+)
+INSERT_RUN = Execute(
+    "INSERT INTO runs (run_id, thread_id, agent, status, parent_run_id, parent_seq, "
+    "parent_inferred, origin, created_at, heartbeat_at, owner) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+INSERT_INPUT = Execute("INSERT INTO run_inputs (run_id, input) VALUES (?, ?)")
+CLAIM = Fetch(
+    "UPDATE runs SET event_count = event_count + ?, heartbeat_at = ? WHERE run_id = ? "
+    "RETURNING thread_id, event_count, status"
+)
+SUMMARY_OF_RUN = Execute(
+    "UPDATE threads SET summary = ? WHERE thread_id = (SELECT thread_id FROM runs WHERE run_id = ?)"
+)
+SET_SUMMARY = Execute("UPDATE threads SET summary = ? WHERE thread_id = ?")
+HEARTBEAT = Execute(
+    "UPDATE runs SET heartbeat_at = ?, owner = ? WHERE run_id = ? AND heartbeat_at < ?"
+)
+RUN_EXISTS = Fetch("SELECT 1 FROM runs WHERE run_id = ?")
+SAVE_CHECKPOINT = Execute(
+    "INSERT INTO checkpoints (run_id, seq, data) VALUES (?, ?, ?) "
+    "ON CONFLICT (run_id, seq) DO NOTHING"
+)
+# A run that appended within this long was refreshed by the append itself.
+FRESH_FOR = 1.0
+
+
+def create_run(run: NewRun) -> Body[Run]:
+    """Claim the thread (insert-if-absent, then lock its row: concurrent first runs of a
+    thread do not collide, and concurrent runs on it line up, each seeing the one before),
+    then insert the run and its input."""
+    _refuse_nul(run.run_id, run.thread_id, run.parent_run_id)
+    now = run.created_at if run.created_at is not None else time.time()
+    yield INSERT_THREAD, (run.thread_id, run.agent, now, now)
+    ((latest,),) = yield LATEST_RUN, (run.thread_id,)
+    yield CLAIM_THREAD, (now, run.run_id, run.thread_id)
+    parent, inferred = run.parent_run_id, run.parent_inferred
+    if run.infer_parent and parent is None:
+        parent, inferred = latest, latest is not None
+    columns = (
+        run.run_id,
+        run.thread_id,
+        run.agent,
+        RUNNING,
+        parent,
+        run.parent_seq,
+        inferred,
+        run.origin,
+        now,
+        now,
+        run.owner,
+    )
+    yield INSERT_RUN, columns
+    if run.input is not None:
+        yield INSERT_INPUT, (run.run_id, run.input)
+    return Run(
+        run_id=run.run_id,
+        thread_id=run.thread_id,
+        agent=run.agent,
+        status=RUNNING,
+        input=run.input,
+        parent_run_id=parent,
+        parent_seq=run.parent_seq,
+        parent_inferred=inferred,
+        origin=run.origin,
+        outcome=None,
+        error=None,
+        violations=[],
+        event_count=0,
+        created_at=now,
+        finished_at=None,
+        heartbeat_at=now,
+        owner=run.owner,
+    )
+
+
+def append_batches(
+    batches: Sequence[tuple[str, Sequence[NewEvent]]],
+) -> Body[list[list[Appended]]]:
+    # Under the append lock, the positions handed out here are contiguous and increase
+    # in commit order.
+    yield APPEND_LOCK, ()
+    ((max_position,),) = yield MAX_POSITION, ()
+    position = int(max_position or 0)
+    now = time.time()
+    rows: list[tuple[Any, ...]] = []
+    results: list[list[Appended]] = []
+    for run_id, events in batches:
+        found = yield CLAIM, (len(events), now, run_id)
+        thread_id, first_seq = _claimed(run_id, len(events), found[0] if found else None)
+        seqs = range(first_seq, first_seq + len(events))
+        positions = range(position + 1, position + 1 + len(events))
+        rows += [
+            (at, thread_id, run_id, seq, _typed(kind), payload, now if when is None else when, how)
+            for at, seq, (payload, kind, how, when) in zip(positions, seqs, events, strict=True)
+        ]
+        results.append(list(map(Appended._make, zip(seqs, positions, strict=True))))
+        position += len(events)
+    if rows:
+        yield INSERT_EVENTS, rows
+        yield NOTIFY, ()
+    return results
+
+
+def set_status(
+    run_id: str,
+    status: str,
+    outcome: str | None,
+    error: str | None,
+    violations: list[dict[str, object]] | None,
+    summary: str | None,
+) -> Body[None]:
+    values = _status_values(status, outcome, error, violations)
+    if summary is not None:  # the thread's row first: see the lock order above
+        yield SUMMARY_OF_RUN, (_without_nul(summary), run_id)
+    assignments = ", ".join(f"{column} = ?" for column in values)
+    update = Execute(f"UPDATE runs SET {assignments} WHERE run_id = ?")
+    found = yield update, (*values.values(), run_id)
+    if found == 0:
+        raise RunNotFound(run_id)
+    yield NOTIFY, ()
+
+
+def set_summary(thread_id: str, summary: str) -> Body[None]:
+    found = yield SET_SUMMARY, (_without_nul(summary), thread_id)
+    if found == 0:
+        raise ThreadNotFound(thread_id)
+
+
+def heartbeat(run_id: str, owner: str) -> Body[None]:
+    now = time.time()
+    yield HEARTBEAT, (now, owner, run_id, now - FRESH_FOR)
+
+
+def mark_incomplete(
+    owner: str | None, stale_before: float | None, exclude_owner: str | None
+) -> Body[list[str]]:
+    conditions: list[str] = ["status = ?"]
+    params: list[Any] = [RUNNING]
+    if owner is not None:
+        conditions.append("owner = ?")
+        params.append(owner)
+    if exclude_owner is not None:
+        conditions.append("(owner IS NULL OR owner <> ?)")
+        params.append(exclude_owner)
+    if stale_before is not None:
+        conditions.append("(heartbeat_at IS NULL OR heartbeat_at < ?)")
+        params.append(stale_before)
+    close = Fetch(
+        f"UPDATE runs SET status = ?, finished_at = ? WHERE {' AND '.join(conditions)} "
+        "RETURNING run_id"
+    )
+    rows = yield close, (INCOMPLETE, time.time(), *params)
+    if rows:
+        yield NOTIFY, ()
+    return sorted(str(row[0]) for row in rows)
+
+
+def save_checkpoint(run_id: str, seq: int, data: bytes) -> Body[None]:
+    # A checkpoint that exists already was saved by a concurrent reader: same data.
+    if not (yield RUN_EXISTS, (run_id,)):
+        raise RunNotFound(run_id)
+    yield SAVE_CHECKPOINT, (run_id, seq, data)
+
+
+def _claimed(run_id: str, count: int, row: Sequence[Any] | None) -> tuple[str, int]:
+    """The run's thread and first new seq from a ``CLAIM`` row; refuses unknown/closed runs."""
+    if row is None:
+        raise RunNotFound(run_id)
+    if row[2] != RUNNING:
+        raise RunClosed(f"run {run_id!r} is {row[2]}: a closed run takes no more events")
+    return str(row[0]), int(row[1]) - count
+
+
+def _status_values(
+    status: str, outcome: str | None, error: str | None, violations: list[dict[str, object]] | None
+) -> dict[str, Any]:
+    """The run columns ``set_status`` writes."""
+    if status not in STATUSES:
+        raise InputError(f"unknown run status {status!r}")
+    values: dict[str, Any] = {"status": status}
+    if status in TERMINAL:
+        values["finished_at"] = time.time()
+    if outcome is not None:
+        values["outcome"] = _without_nul(outcome)
+    if error is not None:
+        values["error"] = _without_nul(error)
+    if violations is not None:
+        values["violations"] = orjson.dumps(violations).decode()  # escapes NUL as \u0000
+    return values
+
+
+def _typed(kind: str | None) -> str | None:
+    # Called once per appended event: the common case is one comparison.
+    return kind if kind is None or "\x00" not in kind else kind.replace("\x00", "")
+
+
+def _without_nul(text: str) -> str:
+    return text.replace("\x00", "") if "\x00" in text else text
+
+
+def _refuse_nul(*ids: str | None) -> None:
+    if any(i is not None and "\x00" in i for i in ids):
+        raise InputError("an id cannot contain a NUL character")
