@@ -9,7 +9,9 @@ follows from the language rather than the protocol. The ports share these answer
 - Map and Set keys: 1 and 1.0 are one key; 1, "1" and true are three; every object is its
   own key (``MapKeys``), which is how the lifecycle verifier tells ids apart;
 - printing: ``String(value)``, template literals, ``Array.prototype.join`` and
-  ``Number.prototype.toString``, which the reference's error texts are made of.
+  ``Number.prototype.toString``, which the reference's error texts are made of;
+- property reads (``obj[key]``), where prototype members such as ``toString`` answer with
+  a function (``FUNCTION``) that JSON cannot hold.
 """
 
 from __future__ import annotations
@@ -67,8 +69,8 @@ class MapKeys:
 
     __slots__ = ("objects",)
 
-    def __init__(self, objects: int = 0) -> None:
-        self.objects = objects  # objects keyed so far, so a checkpoint can carry on numbering
+    def __init__(self) -> None:
+        self.objects = 0  # objects keyed so far
 
     def of(self, value: Any) -> Key:
         if type(value) is str:
@@ -85,14 +87,6 @@ class MapKeys:
             return str(value)
         self.objects += 1
         return (f"o{self.objects}", js_string(value))
-
-
-def key_from_json(value: Any) -> Key:
-    """A `Key` back from its JSON form (a string, or a two-item list)."""
-    if isinstance(value, str):
-        return value
-    kind, text = value
-    return (str(kind), str(text))
 
 
 def show(key: Key) -> str:
@@ -184,3 +178,92 @@ def js_number(value: int | float) -> str:
     shift = point - 1
     mantissa = digits if count == 1 else digits[0] + "." + digits[1:]
     return f"{sign}{mantissa}e{'+' if shift >= 0 else '-'}{abs(shift)}"
+
+
+# -- property reads ---------------------------------------------------------------------------
+
+FUNCTION: Final[Any] = Sentinel("FUNCTION")
+"""A JavaScript function: a prototype member read as a value (``obj.toString``)."""
+
+
+class JSTypeError(Exception):
+    """A TypeError the reference would throw (reading a property of null, a banned key)."""
+
+
+def _names(words: str) -> frozenset[str]:
+    return frozenset(words.split())
+
+
+# The prototype members every value of a kind answers to in Node 20 (`obj[key] !== undefined`).
+OBJECT_PROTOTYPE: Final = _names(
+    "__defineGetter__ __defineSetter__ __lookupGetter__ __lookupSetter__ __proto__ constructor "
+    "hasOwnProperty isPrototypeOf propertyIsEnumerable toLocaleString toString valueOf"
+)
+_ARRAY_PROTOTYPE: Final = OBJECT_PROTOTYPE | _names(
+    "at concat copyWithin entries every fill filter find findIndex findLast findLastIndex flat "
+    "flatMap forEach includes indexOf join keys lastIndexOf map pop push reduce reduceRight "
+    "reverse shift slice some sort splice toReversed toSorted toSpliced unshift values with"
+)
+_STRING_PROTOTYPE: Final = OBJECT_PROTOTYPE | _names(
+    "anchor at big blink bold charAt charCodeAt codePointAt concat endsWith fixed fontcolor "
+    "fontsize includes indexOf isWellFormed italics lastIndexOf link localeCompare match "
+    "matchAll normalize padEnd padStart repeat replace replaceAll search slice small split "
+    "startsWith strike sub substr substring sup toLocaleLowerCase toLocaleUpperCase toLowerCase "
+    "toUpperCase toWellFormed trim trimEnd trimLeft trimRight trimStart"
+)
+_NUMBER_PROTOTYPE: Final = OBJECT_PROTOTYPE | _names("toExponential toFixed toPrecision")
+FUNCTION_PROTOTYPE: Final = OBJECT_PROTOTYPE | _names("apply bind call")
+
+
+def js_get(obj: Any, key: Any) -> Any:
+    """``obj[key]`` over JSON values (UNDEFINED when absent); JSTypeError on null/undefined."""
+    if key is UNDEFINED:
+        key = "undefined"
+    kind = type(obj)
+    if kind is dict:
+        if key in obj:
+            return obj[key]
+        return FUNCTION if key in OBJECT_PROTOTYPE else UNDEFINED
+    if kind is list:
+        return _get_from_array(obj, key)
+    if obj is None or obj is UNDEFINED:
+        raise JSTypeError(f"Cannot read properties of {'null' if obj is None else 'undefined'}")
+    if kind is str:
+        return _get_from_string(obj, key)
+    if kind in (int, float, bool):
+        prototype = OBJECT_PROTOTYPE if kind is bool else _NUMBER_PROTOTYPE
+        return FUNCTION if key in prototype else UNDEFINED
+    return FUNCTION if obj is FUNCTION and key in FUNCTION_PROTOTYPE else UNDEFINED
+
+
+def _get_from_array(array: list[Any], key: Any) -> Any:
+    if type(key) is int:
+        return array[key] if 0 <= key < len(array) else UNDEFINED
+    if is_array_index(key):
+        position = int(key)
+        return array[position] if position < len(array) else UNDEFINED
+    if key == "length":
+        return len(array)
+    return FUNCTION if key in _ARRAY_PROTOTYPE else UNDEFINED
+
+
+def _get_from_string(text: str, key: Any) -> Any:
+    units = text.encode("utf-16-le", "surrogatepass")
+    if key == "length":
+        return len(units) // 2
+    if type(key) is str and is_array_index(key) and int(key) < len(units) // 2:
+        # One UTF-16 code unit: half of a surrogate pair reads as a lone surrogate.
+        unit = units[int(key) * 2 : int(key) * 2 + 2]
+        return unit.decode("utf-16-le", "surrogatepass")
+    return FUNCTION if key in _STRING_PROTOTYPE else UNDEFINED
+
+
+def is_array_index(key: Any) -> bool:
+    """A canonical array index: what ``array["1"]`` reads as an element (``"01"`` is not)."""
+    return (
+        type(key) is str
+        and key.isascii()
+        and key.isdigit()
+        and (key == "0" or key[0] != "0")
+        and int(key) < 0xFFFFFFFF
+    )

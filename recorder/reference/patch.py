@@ -31,12 +31,17 @@ from __future__ import annotations
 import math
 from typing import Any, Final
 
+from recorder.reference import JSONObject
+from recorder.reference.jsvalues import (
+    FUNCTION,
+    OBJECT_PROTOTYPE,
+    JSTypeError,
+    js_get,
+    js_truthy,
+)
+
 # Re-exported: apply_patch may answer UNDEFINED, so its callers take the name from here.
 from recorder.reference.jsvalues import UNDEFINED as UNDEFINED
-from recorder.reference.jsvalues import Sentinel, js_truthy
-
-FUNCTION: Final = Sentinel("FUNCTION")
-"""A JavaScript prototype method, reached through a path such as ``/toString``."""
 
 
 class PatchError(Exception):
@@ -49,43 +54,16 @@ class PatchError(Exception):
         self.index = index
 
 
-def _names(words: str) -> frozenset[str]:
-    return frozenset(words.split())
-
-
-# The prototype members every value of a kind answers to in Node 20 (`obj[key] !== undefined`).
-_OBJECT_PROTO: Final = _names(
-    "__defineGetter__ __defineSetter__ __lookupGetter__ __lookupSetter__ __proto__ constructor "
-    "hasOwnProperty isPrototypeOf propertyIsEnumerable toLocaleString toString valueOf"
-)
-_ARRAY_PROTO: Final = _OBJECT_PROTO | _names(
-    "at concat copyWithin entries every fill filter find findIndex findLast findLastIndex flat "
-    "flatMap forEach includes indexOf join keys lastIndexOf map pop push reduce reduceRight "
-    "reverse shift slice some sort splice toReversed toSorted toSpliced unshift values with"
-)
-_STRING_PROTO: Final = _OBJECT_PROTO | _names(
-    "anchor at big blink bold charAt charCodeAt codePointAt concat endsWith fixed fontcolor "
-    "fontsize includes indexOf isWellFormed italics lastIndexOf link localeCompare match "
-    "matchAll normalize padEnd padStart repeat replace replaceAll search slice small split "
-    "startsWith strike sub substr substring sup toLocaleLowerCase toLocaleUpperCase toLowerCase "
-    "toUpperCase toWellFormed trim trimEnd trimLeft trimRight trimStart"
-)
-_NUMBER_PROTO: Final = _OBJECT_PROTO | _names("toExponential toFixed toPrecision")
-_FUNCTION_PROTO: Final = _OBJECT_PROTO | _names("apply bind call")
 _RFC_OPS: Final = frozenset(("add", "remove", "replace", "move", "copy", "test"))
 # fast-json-patch looks operations up on a plain object literal, so `_get` (its internal
 # read) and every Object.prototype member pass as valid operation names.
-_VALID_OPS: Final = _RFC_OPS | {"_get"} | _OBJECT_PROTO
+_VALID_OPS: Final = _RFC_OPS | {"_get"} | OBJECT_PROTOTYPE
 _UNCALLABLE_OPS: Final = frozenset(
     ("__proto__", "__defineGetter__", "__defineSetter__", "__lookupGetter__", "__lookupSetter__")
 )
 
 _UNRESOLVABLE: Final = "OPERATION_PATH_UNRESOLVABLE"
 _UndoLog = list[tuple[Any, ...]]
-
-
-class _JSTypeError(Exception):
-    """A TypeError the reference would throw (reading a property of null, a banned key)."""
 
 
 def apply_patch(document: Any, patch: Any) -> Any:
@@ -103,7 +81,7 @@ def apply_patch(document: Any, patch: Any) -> Any:
     try:
         for index, operation in enumerate(patch):
             doc = _apply(doc, operation, index, True, log)[0]
-    except _JSTypeError as exc:
+    except JSTypeError as exc:
         _rollback(log)
         raise PatchError("TypeError", str(exc)) from None
     except BaseException:
@@ -163,7 +141,7 @@ def _apply(doc: Any, op: Any, index: int, validate: bool, log: _UndoLog) -> tupl
     while True:
         key = _key_at(keys, t)
         if validate and fragment is None:
-            if _get(obj, key) is UNDEFINED:
+            if js_get(obj, key) is UNDEFINED:
                 fragment = "/".join(keys[:t])
             elif t == count - 1:
                 fragment = path
@@ -183,7 +161,7 @@ def _apply(doc: Any, op: Any, index: int, validate: bool, log: _UndoLog) -> tupl
                 return _operate(op, obj, key, doc, index, log)
         elif t >= count:
             return _operate(op, obj, key, doc, index, log)
-        obj = _get(obj, key)
+        obj = js_get(obj, key)
         if validate and type(obj) not in (dict, list):
             raise PatchError(_UNRESOLVABLE, "Cannot perform operation at the desired path", index)
 
@@ -197,7 +175,7 @@ def _key_at(keys: list[str], t: int) -> Any:
     if "~" in key:
         key = key.replace("~1", "/").replace("~0", "~")
     if key == "__proto__" or (key == "prototype" and keys[t - 1] == "constructor"):
-        raise _JSTypeError(
+        raise JSTypeError(
             "JSON-Patch: modifying `__proto__` or `constructor/prototype` prop is banned for "
             "security reasons"
         )
@@ -206,7 +184,7 @@ def _key_at(keys: list[str], t: int) -> Any:
 
 def _array_key(key: Any, validate: bool, index: int) -> Any:
     if key is UNDEFINED:
-        raise _JSTypeError("Cannot read properties of undefined (reading 'length')")
+        raise JSTypeError("Cannot read properties of undefined (reading 'length')")
     if _is_digits(key):
         return _to_int32(key)
     if validate:
@@ -231,58 +209,6 @@ def _to_int32(key: str) -> int:
         return 0
     value = int(number) & 0xFFFFFFFF
     return value - 0x100000000 if value >= 0x80000000 else value
-
-
-def _get(obj: Any, key: Any) -> Any:
-    """``obj[key]`` with JavaScript semantics, over JSON values."""
-    if key is UNDEFINED:
-        key = "undefined"
-    kind = type(obj)
-    if kind is dict:
-        if key in obj:
-            return obj[key]
-        return FUNCTION if key in _OBJECT_PROTO else UNDEFINED
-    if kind is list:
-        return _get_from_array(obj, key)
-    if obj is None or obj is UNDEFINED:
-        raise _JSTypeError(f"Cannot read properties of {'null' if obj is None else 'undefined'}")
-    if kind is str:
-        return _get_from_string(obj, key)
-    if kind in (int, float, bool):
-        return FUNCTION if key in (_OBJECT_PROTO if kind is bool else _NUMBER_PROTO) else UNDEFINED
-    return FUNCTION if obj is FUNCTION and key in _FUNCTION_PROTO else UNDEFINED
-
-
-def _get_from_array(array: list[Any], key: Any) -> Any:
-    if type(key) is int:
-        return array[key] if 0 <= key < len(array) else UNDEFINED
-    if _is_array_index(key):
-        position = int(key)
-        return array[position] if position < len(array) else UNDEFINED
-    if key == "length":
-        return len(array)
-    return FUNCTION if key in _ARRAY_PROTO else UNDEFINED
-
-
-def _get_from_string(text: str, key: Any) -> Any:
-    units = text.encode("utf-16-le")
-    if key == "length":
-        return len(units) // 2
-    if type(key) is str and _is_array_index(key) and int(key) < len(units) // 2:
-        # One UTF-16 code unit; half a surrogate pair becomes U+FFFD (JSON cannot hold it).
-        return units[int(key) * 2 : int(key) * 2 + 2].decode("utf-16-le", errors="replace")
-    return FUNCTION if key in _STRING_PROTO else UNDEFINED
-
-
-def _is_array_index(key: Any) -> bool:
-    """A canonical array index: what ``array["1"]`` reads as an element (``"01"`` is not)."""
-    return (
-        type(key) is str
-        and key.isascii()
-        and key.isdigit()
-        and (key == "0" or key[0] != "0")
-        and int(key) < 0xFFFFFFFF
-    )
 
 
 # -- validation -------------------------------------------------------------------------------
@@ -326,7 +252,7 @@ def _validate(op: Any, index: int, document: Any, fragment: str | None) -> None:
 
 
 def _validate_against(
-    op: dict[str, Any], name: str, path: str, index: int, document: Any, fragment: str
+    op: JSONObject, name: str, path: str, index: int, document: Any, fragment: str
 ) -> None:
     if name == "add":
         length, existing = len(path.split("/")), len(fragment.split("/"))
@@ -358,7 +284,7 @@ def _validate_against(
 # -- the operations ---------------------------------------------------------------------------
 
 
-def _apply_root(doc: Any, op: dict[str, Any], index: int, validate: bool) -> tuple[Any, Any]:
+def _apply_root(doc: Any, op: JSONObject, index: int, validate: bool) -> tuple[Any, Any]:
     name = op["op"]
     if name in ("add", "replace"):
         return _jsonable(op.get("value", UNDEFINED), index), doc
@@ -382,7 +308,7 @@ def _apply_root(doc: Any, op: dict[str, Any], index: int, validate: bool) -> tup
 
 
 def _operate(
-    op: dict[str, Any], obj: Any, key: Any, doc: Any, index: int, log: _UndoLog
+    op: JSONObject, obj: Any, key: Any, doc: Any, index: int, log: _UndoLog
 ) -> tuple[Any, Any]:
     name = op["op"]
     if name == "move":
@@ -391,30 +317,30 @@ def _operate(
         value = deep_clone(_pointer_value(doc, op["from"]))
         _apply(doc, {"op": "add", "path": op["path"], "value": value}, index, False, log)
         return doc, None
-    if name in _OBJECT_PROTO:
+    if name in OBJECT_PROTOTYPE:
         return _prototype_op(name, op, obj, index), None
     if obj is None or obj is UNDEFINED:
-        raise _JSTypeError(f"Cannot read properties of {'null' if obj is None else 'undefined'}")
+        raise JSTypeError(f"Cannot read properties of {'null' if obj is None else 'undefined'}")
     if name == "test":
-        if not js_equal(_get(obj, key), op.get("value", UNDEFINED)):
+        if not js_equal(js_get(obj, key), op.get("value", UNDEFINED)):
             raise PatchError("TEST_OPERATION_FAILED", "Test operation failed", index)
         return doc, None
     if name == "_get":
-        return doc, _get(obj, key)
+        return doc, js_get(obj, key)
     if type(obj) is dict:
         return doc, _operate_on_object(name, op, obj, key, index, log)
     if type(obj) is list:
         return doc, _operate_on_array(name, op, obj, key, index, log)
     # Writing to a primitive is silently ignored (the reference runs in sloppy mode).
-    return doc, _get(obj, key) if name == "remove" else None
+    return doc, js_get(obj, key) if name == "remove" else None
 
 
 def _operate_on_object(
-    name: str, op: dict[str, Any], obj: dict[str, Any], key: Any, index: int, log: _UndoLog
+    name: str, op: JSONObject, obj: JSONObject, key: Any, index: int, log: _UndoLog
 ) -> Any:
     if key is UNDEFINED:
         key = "undefined"
-    removed = _get(obj, key)
+    removed = js_get(obj, key)
     if name == "remove":
         if key in obj:
             _delete_key(obj, key, log)
@@ -424,7 +350,7 @@ def _operate_on_object(
 
 
 def _operate_on_array(
-    name: str, op: dict[str, Any], array: list[Any], key: Any, index: int, log: _UndoLog
+    name: str, op: JSONObject, array: list[Any], key: Any, index: int, log: _UndoLog
 ) -> Any:
     if name == "add":
         if type(key) is int:
@@ -447,7 +373,7 @@ def _operate_on_array(
     return UNDEFINED
 
 
-def _move(op: dict[str, Any], doc: Any, index: int, log: _UndoLog) -> Any:
+def _move(op: JSONObject, doc: Any, index: int, log: _UndoLog) -> Any:
     if op["from"] == "":
         # The reference would nest the document inside itself; JSON cannot hold the cycle.
         raise PatchError("OPERATION_MOVE_CYCLE", "Cannot move the document into itself", index)
@@ -457,10 +383,10 @@ def _move(op: dict[str, Any], doc: Any, index: int, log: _UndoLog) -> Any:
     return doc
 
 
-def _prototype_op(name: str, op: dict[str, Any], obj: Any, index: int) -> Any:
+def _prototype_op(name: str, op: JSONObject, obj: Any, index: int) -> Any:
     """An Object.prototype member called as an operation: what its return value amounts to."""
     if name in _UNCALLABLE_OPS:
-        raise _JSTypeError(f"objOps.{name} cannot be applied as an operation")
+        raise JSTypeError(f"objOps.{name} cannot be applied as an operation")
     carrier = obj if name == "constructor" else op if name == "valueOf" else None
     if type(carrier) is dict:
         if carrier.get("test", UNDEFINED) is False:
@@ -487,7 +413,7 @@ def _jsonable(value: Any, index: int) -> Any:
 # -- in-place edits and their undo ------------------------------------------------------------
 
 
-def _set_key(obj: dict[str, Any], key: str, value: Any, log: _UndoLog) -> None:
+def _set_key(obj: JSONObject, key: str, value: Any, log: _UndoLog) -> None:
     if value is UNDEFINED:  # a property holding undefined serializes as absent
         if key in obj:
             _delete_key(obj, key, log)
@@ -499,7 +425,7 @@ def _set_key(obj: dict[str, Any], key: str, value: Any, log: _UndoLog) -> None:
     obj[key] = value
 
 
-def _delete_key(obj: dict[str, Any], key: str, log: _UndoLog) -> None:
+def _delete_key(obj: JSONObject, key: str, log: _UndoLog) -> None:
     position = len(obj) - 1 if next(reversed(obj)) == key else list(obj).index(key)
     log.append((_undo_deleted_key, obj, key, (position, obj.pop(key))))
 
@@ -520,11 +446,11 @@ def _undo_item(container: Any, key: Any, value: Any) -> None:
     container[key] = value
 
 
-def _undo_new_key(container: dict[str, Any], key: str, _: Any) -> None:
+def _undo_new_key(container: JSONObject, key: str, _: Any) -> None:
     del container[key]
 
 
-def _undo_deleted_key(container: dict[str, Any], key: str, saved: tuple[int, Any]) -> None:
+def _undo_deleted_key(container: JSONObject, key: str, saved: tuple[int, Any]) -> None:
     # Put the key back where it was, so a failed patch leaves even the key order untouched.
     position, value = saved
     items = list(container.items())

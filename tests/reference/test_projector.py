@@ -580,7 +580,7 @@ def test_legacy_binary_parts_are_upgraded() -> None:
 @pytest.mark.parametrize(
     ("frame", "message"),
     [
-        (b"{not json", "Invalid event: the frame is not JSON"),
+        (b"{not json", "Invalid event: the frame is not a JSON object."),
         (b"[1, 2]", "Invalid event: the frame is not a JSON object."),
         (b'{"delta": "x"}', "Invalid event: the frame carries no event type."),
         (b'{"type": ""}', "Invalid event: the frame carries no event type."),
