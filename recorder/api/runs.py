@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import orjson
 from fastapi import APIRouter, Header, Query, Request
 from fastapi.responses import Response, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
@@ -16,6 +15,7 @@ from recorder.api.views import JSON, event_view, run_view
 from recorder.errors import InputError
 from recorder.timetravel.fork import ForkRequest, plan_fork
 from recorder.timetravel.replay import stream_run
+from recorder.wire.jsontext import dump
 
 router = APIRouter(tags=["runs"], dependencies=[TokenDep])
 
@@ -99,9 +99,7 @@ async def fork_run(run_id: str, body: ForkBody, request: Request, runtime: Runti
     plan = await plan_fork(runtime.store, runtime.history, run_id, req)
     if body.dryRun:
         return Response(
-            content=orjson.dumps(
-                {"agent": plan.agent, "input": plan.input, "parentSeq": plan.parent_seq}
-            ),
+            content=dump({"agent": plan.agent, "input": plan.input, "parentSeq": plan.parent_seq}),
             media_type="application/json",
         )
     result = await runtime.proxy.start(

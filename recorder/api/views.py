@@ -5,11 +5,11 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-import orjson
 from fastapi.responses import Response
 
 from recorder.store import Run, Thread
 from recorder.wire.events import RecordedEvent, decode
+from recorder.wire.jsontext import dump
 
 
 def iso(ts: float | None) -> str | None:
@@ -85,4 +85,4 @@ class JSON(Response):
     media_type = "application/json"
 
     def render(self, content: Any) -> bytes:
-        return orjson.dumps(content)
+        return dump(content)

@@ -14,6 +14,7 @@ import orjson
 
 from recorder.config import DEFAULT_DB, Settings, load_settings
 from recorder.errors import RecorderError
+from recorder.wire.jsontext import dump, parse
 
 Handler = Callable[[argparse.Namespace], Coroutine[Any, Any, int]]
 
@@ -98,7 +99,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("file")
     p = command("fold", _fold, "fold an event file into messages, state and interrupts", db=False)
     p.add_argument("file", help="JSON array, JSONL or SSE capture; - for stdin")
-    p.add_argument("--input", help="a RunAgentInput JSON file: the starting point")
+    p.add_argument(
+        "--input",
+        help="a RunAgentInput JSON file: the starting point (messages that are not a list, "
+        "or entries that are not objects, are reported in problems and the fold goes on)",
+    )
     p = command(
         "verify", _verify, "check an event file or a recorded run against the lifecycle rules"
     )
@@ -131,7 +136,7 @@ def _settings(args: argparse.Namespace, **extra: Any) -> Settings:
 
 
 def _dump(value: Any) -> None:
-    sys.stdout.write(orjson.dumps(value, option=orjson.OPT_INDENT_2).decode() + "\n")
+    sys.stdout.write(dump(value, indent=True).decode() + "\n")
 
 
 # -- serve, demo, migrate ----------------------------------------------------------------
@@ -325,7 +330,7 @@ async def _fold(args: argparse.Namespace) -> int:
     state: Any = None
     if args.input:
         try:
-            posted = orjson.loads(_read_input(args.input))
+            posted = parse(_read_input(args.input))
         except orjson.JSONDecodeError as exc:
             raise RecorderError(f"{args.input}: not JSON ({exc})") from exc
         if not isinstance(posted, dict):

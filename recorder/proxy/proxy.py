@@ -30,6 +30,7 @@ from recorder.reference.check import StreamCheck
 from recorder.store import EventStore, NewEvent, NewRun
 from recorder.store.model import RECORDER
 from recorder.wire.events import decode
+from recorder.wire.jsontext import parse
 from recorder.wire.sse import Frame, FrameSplitter, FrameTooLarge, encode_frame
 
 _HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "te", "upgrade", "host"}
@@ -57,7 +58,7 @@ def parse_run_input(body: bytes, max_bytes: int | None = None) -> dict[str, Any]
     if max_bytes is not None and len(body) > max_bytes:
         raise BodyTooLarge(f"request body is {len(body)} bytes; the limit is {max_bytes}")
     try:
-        obj = orjson.loads(body)
+        obj = parse(body)
     except orjson.JSONDecodeError as exc:
         raise InputError(f"request body is not valid JSON: {exc}") from exc
     if not isinstance(obj, dict):

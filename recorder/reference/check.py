@@ -4,6 +4,10 @@ The client takes every frame through its compatibility boundary, enforcement, ch
 expansion and only then the lifecycle verifier (``recorder.reference``), so a check that
 skipped the first three would both miss rejections (an invalid field, a chunk error) and
 report false ones (a TEXT_MESSAGE_CHUNK pair is valid). ``StreamCheck`` runs them all.
+
+Its reducer can fail the run too, on state patches whose result it cannot clone (a function)
+or a state it cannot copy (a cycle): ``StreamCheck`` keeps the state (``recorder.reference
+.state``) to find those. The rest of the reducer only warns, and is the fold's business.
 """
 
 from __future__ import annotations
@@ -11,19 +15,26 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Final
 
-from recorder.reference import Frame, JSONObject
+from recorder.reference import Frame, JSONObject, JSONValue
 from recorder.reference.enforce import KNOWN_TYPES
 from recorder.reference.inbound import Handler, Inbound
+from recorder.reference.patch import PatchError, UnclonableResult
+from recorder.reference.state import RunFails, StateDocument
 from recorder.reference.verify import Verifier, Violation
+from recorder.wire.jsontext import printable
 
 
 class StreamCheck(Inbound):
-    """Feed frames in order; each answer is the first problem that frame causes, if any."""
+    """Feed frames in order; each answer is the first problem that frame causes, if any.
 
-    __slots__ = ("_failed", "_verifier", "violations")
+    ``state`` is where the client started (a run's posted input); None means ``{}``.
+    """
 
-    def __init__(self) -> None:
+    __slots__ = ("_failed", "_state", "_verifier", "violations")
+
+    def __init__(self, state: JSONValue = None) -> None:
         super().__init__(_CHECKS)
+        self._state = StateDocument({} if state is None else state)
         self._verifier = Verifier()
         self._failed = -1  # the last frame that failed: the reference stops reading it there
         self.violations: list[Violation] = []
@@ -33,23 +44,49 @@ class StreamCheck(Inbound):
         super().feed(frame)
         return self.violations[found] if len(self.violations) > found else None
 
-    def _verify(self, index: int, event: JSONObject) -> None:
+    def _verify(self, index: int, event: JSONObject) -> bool:
         if self._failed == index:
-            return
+            return False
         found = self._verifier.feed(event)
         if found is not None:
             self._reject(index, found.type, found.message)
+        return found is None
+
+    def _state_snapshot(self, index: int, event: JSONObject) -> None:
+        if self._verify(index, event):
+            self._state.snapshot(event["snapshot"])
+
+    def _state_delta(self, index: int, event: JSONObject) -> None:
+        if not self._verify(index, event):
+            return
+        try:
+            self._state.delta(event["delta"], plain=not self._slow)
+        except (PatchError, UnclonableResult):
+            pass  # discarded with a warning, or kept cyclic: the run goes on
+        except RunFails as exc:
+            kind = event["type"]
+            self._reject(
+                index, kind, f"Cannot apply {kind}: the reference client's run fails: {exc}"
+            )
+
+    def _taken(self, candidate: str) -> bool:
+        return self._verifier.knows(candidate)
 
     def _reject(self, index: int, kind: str | None, message: str) -> None:
+        # Half a surrogate pair in an id would make the text unwritable: it is escaped.
         self._failed = index
-        self.violations.append(Violation(index, kind, message))
+        self.violations.append(Violation(index, kind, printable(message)))
 
 
-_CHECKS: Final[dict[str, Handler]] = dict.fromkeys(KNOWN_TYPES, StreamCheck._verify)
+_CHECKS: Final[dict[str, Handler]] = {
+    **dict.fromkeys(KNOWN_TYPES, StreamCheck._verify),
+    "STATE_SNAPSHOT": StreamCheck._state_snapshot,
+    "STATE_DELTA": StreamCheck._state_delta,
+}
 
 
-def verify_frames(frames: Iterable[Frame]) -> list[Violation]:
-    check = StreamCheck()
+def verify_frames(frames: Iterable[Frame], *, state: JSONValue = None) -> list[Violation]:
+    check = StreamCheck(state)
     for frame in frames:
         check.feed(frame)
     return check.violations

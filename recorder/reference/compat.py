@@ -6,12 +6,16 @@ ones: THINKING_* events become REASONING_* events, legacy nulls become absent fi
 stream (the open THINKING span and message), and its state round-trips through JSON for
 checkpoints.
 
-The reference mints random UUIDs for THINKING events, which carry no ids. A fold must be
-deterministic, so ours are ``thinking-1``, ``thinking-2``, ... (skipping ids already taken).
+The reference mints random UUIDs for THINKING events, which carry no ids, so they never meet
+an id the producer uses. A fold must be deterministic, so ours are UUIDs too, but the n-th
+is always the same one (``minted_id``): derived from a hash, as far from what a producer
+writes as a random one, and skipped should the stream have used it already.
 """
 
 from __future__ import annotations
 
+import hashlib
+import uuid
 from collections.abc import Callable
 from typing import Any, Final
 
@@ -51,7 +55,7 @@ class Compatibility:
     def _mint(self, taken: Callable[[str], bool]) -> str:
         while True:
             self.minted += 1
-            candidate = f"thinking-{self.minted}"
+            candidate = minted_id(self.minted)
             if not taken(candidate):
                 return candidate
 
@@ -106,6 +110,12 @@ class Compatibility:
         if type(given.get("messages")) is list:
             given["messages"] = [_upgrade_message(m) for m in given["messages"]]
         event["input"] = given
+
+
+def minted_id(number: int) -> str:
+    """The ``number``-th id the boundary mints: a version 4 UUID made from a hash."""
+    digest = hashlib.sha256(b"agui-recorder minted id %d" % number).digest()
+    return str(uuid.UUID(bytes=digest[:16], version=4))
 
 
 _TRANSLATIONS: Final[

@@ -27,26 +27,30 @@ from recorder.wire.jsontext import parse_fallback
 NOT_JSON: Final = "Invalid event: the frame is not a JSON object."
 NO_TYPE: Final = "Invalid event: the frame carries no event type."
 
-Handler = Callable[[Any, int, JSONObject], None]
+Handler = Callable[[Any, int, JSONObject], object]
 """What a consumer does with one event: (consumer, index of its frame, event)."""
 
 
 class Inbound:
     """Parse, compat, enforce and chunks for one stream; the consumer supplies the rest."""
 
-    __slots__ = ("_compat", "_frames", "_handlers", "_lanes", "_slow")
+    __slots__ = ("_compat", "_frame", "_frames", "_handlers", "_lanes", "_slow")
 
     def __init__(self, handlers: Mapping[str, Handler]) -> None:
         self._handlers = handlers  # by event type, for every type enforcement knows
         self._compat = Compatibility()
         self._lanes = ChunkLanes()
         self._frames = 0  # frames fed so far: the next frame's index
-        self._slow = False  # some frame needed more than orjson to read
+        self._frame: Frame = b""  # the frame being fed
+        # Some frame needed more than orjson to read, so values may hold Infinity; a frame
+        # given already parsed is taken to hold none.
+        self._slow = False
 
     def feed(self, frame: Frame) -> None:
         """Take one frame (its JSON text, or the object parsed from it) through the stages."""
         index = self._frames
         self._frames += 1
+        self._frame = frame
         if type(frame) is not bytes and isinstance(frame, Mapping):
             event: Any = frame if type(frame) is dict else dict(frame)
         else:

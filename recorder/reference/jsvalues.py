@@ -11,13 +11,19 @@ follows from the language rather than the protocol. The ports share these answer
 - printing: ``String(value)``, template literals, ``Array.prototype.join`` and
   ``Number.prototype.toString``, which the reference's error texts are made of;
 - property reads (``obj[key]``), where prototype members such as ``toString`` answer with
-  a function (``FUNCTION``) that JSON cannot hold.
+  a function (``JSFunction``, ``recorder.reference.jsprototypes``) that JSON cannot hold,
+  and the order of an object's own keys;
+- numbers, which are doubles: an integer past 2**53 is the nearest double to a frontend,
+  while Python (and the log) keep it exact.
 """
 
 from __future__ import annotations
 
 from decimal import Decimal
 from typing import Any, Final
+
+from recorder.reference.jsprototypes import ACCESSOR, PROTOTYPES, JSFunction
+from recorder.wire.jsontext import Infinite
 
 
 class Sentinel:
@@ -182,37 +188,19 @@ def js_number(value: int | float) -> str:
 
 # -- property reads ---------------------------------------------------------------------------
 
-FUNCTION: Final[Any] = Sentinel("FUNCTION")
-"""A JavaScript function: a prototype member read as a value (``obj.toString``)."""
-
 
 class JSTypeError(Exception):
     """A TypeError the reference would throw (reading a property of null, a banned key)."""
 
 
-def _names(words: str) -> frozenset[str]:
-    return frozenset(words.split())
-
-
-# The prototype members every value of a kind answers to in Node 20 (`obj[key] !== undefined`).
-OBJECT_PROTOTYPE: Final = _names(
-    "__defineGetter__ __defineSetter__ __lookupGetter__ __lookupSetter__ __proto__ constructor "
-    "hasOwnProperty isPrototypeOf propertyIsEnumerable toLocaleString toString valueOf"
-)
-_ARRAY_PROTOTYPE: Final = OBJECT_PROTOTYPE | _names(
-    "at concat copyWithin entries every fill filter find findIndex findLast findLastIndex flat "
-    "flatMap forEach includes indexOf join keys lastIndexOf map pop push reduce reduceRight "
-    "reverse shift slice some sort splice toReversed toSorted toSpliced unshift values with"
-)
-_STRING_PROTOTYPE: Final = OBJECT_PROTOTYPE | _names(
-    "anchor at big blink bold charAt charCodeAt codePointAt concat endsWith fixed fontcolor "
-    "fontsize includes indexOf isWellFormed italics lastIndexOf link localeCompare match "
-    "matchAll normalize padEnd padStart repeat replace replaceAll search slice small split "
-    "startsWith strike sub substr substring sup toLocaleLowerCase toLocaleUpperCase toLowerCase "
-    "toUpperCase toWellFormed trim trimEnd trimLeft trimRight trimStart"
-)
-_NUMBER_PROTOTYPE: Final = OBJECT_PROTOTYPE | _names("toExponential toFixed toPrecision")
-FUNCTION_PROTOTYPE: Final = OBJECT_PROTOTYPE | _names("apply bind call")
+_OBJECT: Final = PROTOTYPES["object"]
+_ARRAY: Final = PROTOTYPES["array"]
+_STRING: Final = PROTOTYPES["string"]
+_NUMBER: Final = PROTOTYPES["number"]
+_BOOLEAN: Final = PROTOTYPES["boolean"]
+_FUNCTION: Final = PROTOTYPES["function"]
+OBJECT_PROTOTYPE: Final = frozenset(_OBJECT)
+"""The names every object answers to through its prototype (``Object.prototype``)."""
 
 
 def js_get(obj: Any, key: Any) -> Any:
@@ -223,17 +211,36 @@ def js_get(obj: Any, key: Any) -> Any:
     if kind is dict:
         if key in obj:
             return obj[key]
-        return FUNCTION if key in OBJECT_PROTOTYPE else UNDEFINED
+        return _OBJECT.get(key, UNDEFINED)
     if kind is list:
         return _get_from_array(obj, key)
     if obj is None or obj is UNDEFINED:
         raise JSTypeError(f"Cannot read properties of {'null' if obj is None else 'undefined'}")
     if kind is str:
         return _get_from_string(obj, key)
-    if kind in (int, float, bool):
-        prototype = OBJECT_PROTOTYPE if kind is bool else _NUMBER_PROTOTYPE
-        return FUNCTION if key in prototype else UNDEFINED
-    return FUNCTION if obj is FUNCTION and key in FUNCTION_PROTOTYPE else UNDEFINED
+    if kind is bool:
+        return _BOOLEAN.get(key, UNDEFINED)
+    if kind is JSFunction:
+        return _get_from_function(obj, key)
+    if isinstance(obj, int | float):
+        return _NUMBER.get(key, UNDEFINED)
+    return UNDEFINED
+
+
+def _get_from_function(function: JSFunction, key: Any) -> Any:
+    if key == "length":
+        return function.length
+    if key == "name":
+        return function.name
+    if key in function.members:
+        return function.members[key]
+    found = _FUNCTION.get(key, UNDEFINED)
+    if found is ACCESSOR:
+        raise JSTypeError(
+            "'caller', 'callee', and 'arguments' properties may not be accessed on strict mode "
+            "functions or the arguments objects for calls to them"
+        )
+    return found
 
 
 def _get_from_array(array: list[Any], key: Any) -> Any:
@@ -244,7 +251,7 @@ def _get_from_array(array: list[Any], key: Any) -> Any:
         return array[position] if position < len(array) else UNDEFINED
     if key == "length":
         return len(array)
-    return FUNCTION if key in _ARRAY_PROTOTYPE else UNDEFINED
+    return _ARRAY.get(key, UNDEFINED)
 
 
 def _get_from_string(text: str, key: Any) -> Any:
@@ -255,7 +262,7 @@ def _get_from_string(text: str, key: Any) -> Any:
         # One UTF-16 code unit: half of a surrogate pair reads as a lone surrogate.
         unit = units[int(key) * 2 : int(key) * 2 + 2]
         return unit.decode("utf-16-le", "surrogatepass")
-    return FUNCTION if key in _STRING_PROTOTYPE else UNDEFINED
+    return _STRING.get(key, UNDEFINED)
 
 
 def is_array_index(key: Any) -> bool:
@@ -267,3 +274,53 @@ def is_array_index(key: Any) -> bool:
         and (key == "0" or key[0] != "0")
         and int(key) < 0xFFFFFFFF
     )
+
+
+def js_keys(obj: dict[str, Any]) -> list[str]:
+    """``Object.keys(obj)``: array-index keys first, ascending, then the rest as inserted."""
+    indexes = [key for key in obj if is_array_index(key)]
+    if not indexes:
+        return list(obj)
+    indexes.sort(key=int)
+    return indexes + [key for key in obj if not is_array_index(key)]
+
+
+# -- numbers ----------------------------------------------------------------------------------
+
+_EXACT: Final = 2**53  # past this an integer is no longer its own double
+_LONG_RUN: Final = b"0" * 16  # 2**53 has 16 digits
+_DIGITS_AS_ZERO: Final = bytes(48 if 48 <= byte <= 57 else 32 for byte in range(256))
+
+
+def as_double(number: int | float) -> int | float:
+    """``number`` as JavaScript holds it: an integer past 2**53 becomes the nearest double,
+    kept an int while it fits 64 bits (so that it is written as digits, as JavaScript does)."""
+    if type(number) is not int or -_EXACT <= number <= _EXACT:
+        return number
+    try:
+        rounded = float(number)
+    except OverflowError:
+        return Infinite("inf" if number > 0 else "-inf")
+    return int(rounded) if -(2**63) <= rounded < 2**63 else rounded
+
+
+def doubles(value: Any) -> Any:
+    """``value`` with every integer past 2**53 made a double (``as_double``), in place."""
+    if type(value) is int:
+        return as_double(value)
+    stack = [value] if type(value) in (dict, list) else []
+    while stack:
+        container = stack.pop()
+        items = container.items() if type(container) is dict else enumerate(container)
+        for key, item in items:
+            kind = type(item)
+            if kind is int and not -_EXACT <= item <= _EXACT:
+                container[key] = as_double(item)
+            elif kind is dict or kind is list:
+                stack.append(item)
+    return value
+
+
+def may_hold_long_integers(text: bytes) -> bool:
+    """Whether JSON ``text`` may hold an integer past 2**53 (16 digits in a row, at least)."""
+    return _LONG_RUN in text.translate(_DIGITS_AS_ZERO)

@@ -20,10 +20,19 @@ of its algorithm, quirks included:
   ``/array/length`` takes the array's first element.
 - Root moves and copies from a missing path leave the document ``undefined`` (``UNDEFINED``).
 
-Deviations, only where the reference ends in a value JSON cannot hold (its run then fails
-later, when the state is cloned): a JavaScript function reached through a path cannot be
-copied into the document, and moving the root into itself (a cycle) is refused; both raise
-``PatchError``. Non-string ``op`` values count as invalid operations.
+- The reference patches a JSON copy of the document (``JSON.parse(JSON.stringify(doc))``),
+  so Infinity in it reads as ``null``; values the patch brings are placed as they are.
+- Values JSON cannot hold are placed too: a prototype method (``copy`` from ``/toString``
+  places a function, ``JSFunction``) and the document itself (``move`` from the root into one
+  of its children leaves it cyclic). The patch goes on, and a later operation may remove
+  them or replace the root. If the result still holds one, ``UnclonableResult`` says which:
+  the reference's reducer then fails on a function and keeps a cycle. A patch that fails
+  after such a move may have wound its own values into the cycle: ``PatchError`` says so
+  (``cyclic_patch``), because the reference's warning then fails to write the patch down.
+- ``test`` throws when the value it compares with has an own ``hasOwnProperty`` key
+  (``_areEquals`` calls ``b.hasOwnProperty``), and compares numbers as doubles.
+
+Non-string ``op`` values count as invalid operations.
 """
 
 from __future__ import annotations
@@ -32,11 +41,13 @@ import math
 from typing import Any, Final
 
 from recorder.reference import JSONObject
+from recorder.reference.jsprototypes import JSFunction
 from recorder.reference.jsvalues import (
-    FUNCTION,
     OBJECT_PROTOTYPE,
     JSTypeError,
+    as_double,
     js_get,
+    js_keys,
     js_truthy,
 )
 
@@ -45,13 +56,30 @@ from recorder.reference.jsvalues import UNDEFINED as UNDEFINED
 
 
 class PatchError(Exception):
-    """The patch did not apply; ``name`` is fast-json-patch's error name."""
+    """The patch did not apply; ``name`` is fast-json-patch's error name (or the JavaScript
+    error's), ``cyclic_patch`` whether the patch's own values ended up in a cycle."""
 
-    def __init__(self, name: str, message: str, index: int | None = None) -> None:
+    def __init__(
+        self, name: str, message: str, index: int | None = None, *, cyclic_patch: bool = False
+    ) -> None:
         where = "" if index is None else f" (operation {index})"
         super().__init__(f"{message}{where} [{name}]")
         self.name = name
         self.index = index
+        self.cyclic_patch = cyclic_patch
+
+
+class UnclonableResult(Exception):
+    """The patch applied, but its result holds a function, or else a cycle (``cycle``); the
+    text is the error a structured clone of it raises, or the one JSON.stringify does."""
+
+    def __init__(self, function: JSFunction | None) -> None:
+        super().__init__(
+            "Converting circular structure to JSON"
+            if function is None
+            else f"{function!r} could not be cloned."
+        )
+        self.cycle = function is None
 
 
 _RFC_OPS: Final = frozenset(("add", "remove", "replace", "move", "copy", "test"))
@@ -63,76 +91,133 @@ _UNCALLABLE_OPS: Final = frozenset(
 )
 
 _UNRESOLVABLE: Final = "OPERATION_PATH_UNRESOLVABLE"
-_UndoLog = list[tuple[Any, ...]]
 
 
-def apply_patch(document: Any, patch: Any) -> Any:
+class _Patching:
+    """One patch on its way: the undo log, and whether anything JSON cannot hold was placed."""
+
+    __slots__ = ("functions", "log", "root_moved")
+
+    def __init__(self) -> None:
+        self.log: list[tuple[Any, ...]] = []
+        self.root_moved = False  # the document was moved into itself
+        self.functions = False  # a prototype method was placed
+
+    def exotic(self) -> bool:
+        return self.root_moved or self.functions
+
+
+def apply_patch(document: Any, patch: Any, *, plain: bool = True) -> Any:
     """Apply ``patch`` to ``document`` in place and return the resulting document.
 
     The root may be replaced, so use the return value. On failure the document is restored
-    exactly (dict key order included) and PatchError is raised; when the patch leaves the
-    document ``UNDEFINED``, it is restored too and UNDEFINED returned.
+    exactly (dict key order included) and PatchError raised; UnclonableResult likewise when
+    the result holds what JSON cannot. When the patch leaves the document ``UNDEFINED``, it is
+    restored too and UNDEFINED returned. ``plain=False`` says the document may hold Infinity,
+    which the reference's copy of it turns into null.
     """
     if type(patch) is not list:
         raise PatchError("SEQUENCE_NOT_AN_ARRAY", "Patch sequence must be an array")
     # The reference clones the document first; a clone of undefined is null.
     doc = None if document is UNDEFINED else document
-    log: _UndoLog = []
+    ctx = _Patching()
     try:
+        if not plain:
+            _as_copied(doc, ctx)
         for index, operation in enumerate(patch):
-            doc = _apply(doc, operation, index, True, log)[0]
-    except JSTypeError as exc:
-        _rollback(log)
-        raise PatchError("TypeError", str(exc)) from None
+            doc = _apply(doc, operation, index, True, ctx)[0]
+        if ctx.exotic():
+            _check_clonable(doc)
+    except UnclonableResult:
+        _rollback(ctx.log)
+        raise
+    except (PatchError, JSTypeError, RecursionError) as exc:
+        cyclic = ctx.root_moved and _cyclic(patch)  # before the rollback unwinds the cycle
+        _rollback(ctx.log)
+        if isinstance(exc, PatchError):
+            exc.cyclic_patch = cyclic
+            raise
+        if isinstance(exc, RecursionError):
+            message = "Maximum call stack size exceeded"
+            raise PatchError("RangeError", message, cyclic_patch=cyclic) from None
+        raise PatchError("TypeError", str(exc), cyclic_patch=cyclic) from None
     except BaseException:
-        _rollback(log)
+        _rollback(ctx.log)
         raise
     if doc is UNDEFINED:
         # The caller keeps the document it had (the reference replaced only its own clone).
-        _rollback(log)
+        _rollback(ctx.log)
     return doc
 
 
 def deep_clone(value: Any) -> Any:
-    """``JSON.parse(JSON.stringify(value))``, the clone fast-json-patch makes."""
-    kind = type(value)
-    if kind is dict:
-        return {k: deep_clone(v) for k, v in value.items() if v is not UNDEFINED}
-    if kind is list:
-        return [None if v is UNDEFINED else deep_clone(v) for v in value]
+    """fast-json-patch's ``_deepClone``: ``JSON.parse(JSON.stringify(value))`` for objects
+    and arrays (functions and undefined dropped, Infinity null), other values as they are."""
+    if type(value) in (dict, list):
+        return _json_copy(value)
     return None if value is UNDEFINED else value
 
 
+def _json_copy(value: Any) -> Any:
+    kind = type(value)
+    if kind is dict:
+        return {
+            k: _json_copy(v)
+            for k, v in value.items()
+            if v is not UNDEFINED and type(v) is not JSFunction
+        }
+    if kind is list:
+        return [_json_copy(v) for v in value]
+    if value is UNDEFINED or type(value) is JSFunction:
+        return None
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
 def js_equal(a: Any, b: Any) -> bool:
-    """fast-json-patch's ``_areEquals``: deep, and strict about JSON types."""
+    """fast-json-patch's ``_areEquals``: deep, strict about JSON types, numbers as doubles.
+
+    It compares arrays and keys from the back, and calls ``b.hasOwnProperty``, which throws
+    (JSTypeError) when ``b`` has an own ``hasOwnProperty`` key.
+    """
     if a is b:
         return True
     ta, tb = type(a), type(b)
     if ta is bool or tb is bool:
         return ta is tb and a == b
-    if ta in (int, float) and tb in (int, float):
-        return bool(a == b)
-    if ta is not tb:
+    if _is_number(a) and _is_number(b):
+        x, y = as_double(a), as_double(b)
+        return bool(x == y or (x != x and y != y))  # NaN equals NaN here (`a !== a && ...`)
+    if ta is str or tb is str:
+        return ta is tb and a == b
+    if ta is list and tb is list:
+        return len(a) == len(b) and all(js_equal(a[i], b[i]) for i in range(len(a) - 1, -1, -1))
+    if ta is not dict or tb is not dict:
         return False
-    if ta is str:
-        return bool(a == b)
-    if ta is list:
-        return len(a) == len(b) and all(js_equal(x, y) for x, y in zip(a, b, strict=True))
-    if ta is dict:
-        return len(a) == len(b) and all(k in b and js_equal(v, b[k]) for k, v in a.items())
-    return False
+    keys = js_keys(a)
+    if len(keys) != len(b):
+        return False
+    if keys and "hasOwnProperty" in b and type(b["hasOwnProperty"]) is not JSFunction:
+        raise JSTypeError("b.hasOwnProperty is not a function")
+    keys.reverse()
+    return all(k in b for k in keys) and all(js_equal(a[k], b[k]) for k in keys)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and type(value) is not bool
 
 
 # -- the walk ---------------------------------------------------------------------------------
 
 
-def _apply(doc: Any, op: Any, index: int, validate: bool, log: _UndoLog) -> tuple[Any, Any]:
+def _apply(doc: Any, op: Any, index: int, validate: bool, ctx: _Patching) -> tuple[Any, Any]:
     """fast-json-patch's ``applyOperation``: (new document, removed or read value)."""
     if validate:
-        _validate(op, index, None, None)
+        _validate(op, index, None, None, ctx)
     path = op["path"]
     if path == "":
-        return _apply_root(doc, op, index, validate)
+        return _apply_root(doc, op, index, validate, ctx)
     keys = path.split("/")
     count = len(keys)
     obj = doc
@@ -146,7 +231,7 @@ def _apply(doc: Any, op: Any, index: int, validate: bool, log: _UndoLog) -> tupl
             elif t == count - 1:
                 fragment = path
             if fragment is not None:
-                _validate(op, index, doc, fragment)
+                _validate(op, index, doc, fragment, ctx)
         t += 1
         if type(obj) is list:
             key = len(obj) if key == "-" else _array_key(key, validate, index)
@@ -158,9 +243,9 @@ def _apply(doc: Any, op: Any, index: int, validate: bool, log: _UndoLog) -> tupl
                         "in the array",
                         index,
                     )
-                return _operate(op, obj, key, doc, index, log)
+                return _operate(op, obj, key, doc, index, ctx)
         elif t >= count:
-            return _operate(op, obj, key, doc, index, log)
+            return _operate(op, obj, key, doc, index, ctx)
         obj = js_get(obj, key)
         if validate and type(obj) not in (dict, list):
             raise PatchError(_UNRESOLVABLE, "Cannot perform operation at the desired path", index)
@@ -214,7 +299,7 @@ def _to_int32(key: str) -> int:
 # -- validation -------------------------------------------------------------------------------
 
 
-def _validate(op: Any, index: int, document: Any, fragment: str | None) -> None:
+def _validate(op: Any, index: int, document: Any, fragment: str | None, ctx: _Patching) -> None:
     """fast-json-patch's ``validator``; ``fragment`` is the part of the path that exists."""
     if type(op) is not dict:
         raise PatchError("OPERATION_NOT_AN_OBJECT", "Operation is not an object", index)
@@ -248,11 +333,17 @@ def _validate(op: Any, index: int, document: Any, fragment: str | None) -> None:
             index,
         )
     if fragment is not None and js_truthy(document):
-        _validate_against(op, name, path, index, document, fragment)
+        _validate_against(op, name, path, index, document, fragment, ctx)
 
 
 def _validate_against(
-    op: JSONObject, name: str, path: str, index: int, document: Any, fragment: str
+    op: JSONObject,
+    name: str,
+    path: str,
+    index: int,
+    document: Any,
+    fragment: str,
+    ctx: _Patching,
 ) -> None:
     if name == "add":
         length, existing = len(path.split("/")), len(fragment.split("/"))
@@ -268,10 +359,12 @@ def _validate_against(
                 _UNRESOLVABLE, "Cannot perform the operation at a path that does not exist", index
             )
     elif name in ("move", "copy"):
-        # The reference validates `from` by trying a read, and ignores every failure of that
-        # read except an unresolvable path (so `/array/length` passes).
+        # The reference validates `from` by trying a read on a JSON copy of the document, and
+        # ignores every failure of that read except an unresolvable path (so `/array/length`
+        # passes). The copy differs only once a function or a cycle was placed.
+        copy = _json_copy_checked(document, ctx) if ctx.exotic() else document
         try:
-            _apply(document, {"op": "_get", "path": op["from"]}, 0, True, [])
+            _apply(copy, {"op": "_get", "path": op["from"]}, 0, True, _Patching())
         except PatchError as exc:
             if exc.name == _UNRESOLVABLE:
                 raise PatchError(
@@ -284,12 +377,14 @@ def _validate_against(
 # -- the operations ---------------------------------------------------------------------------
 
 
-def _apply_root(doc: Any, op: JSONObject, index: int, validate: bool) -> tuple[Any, Any]:
+def _apply_root(
+    doc: Any, op: JSONObject, index: int, validate: bool, ctx: _Patching
+) -> tuple[Any, Any]:
     name = op["op"]
     if name in ("add", "replace"):
-        return _jsonable(op.get("value", UNDEFINED), index), doc
+        return op.get("value", UNDEFINED), doc
     if name in ("move", "copy"):
-        return _jsonable(_pointer_value(doc, op["from"]), index), doc
+        return _placed(_pointer_value(doc, op["from"]), ctx), doc
     if name == "test":
         if not js_equal(doc, op.get("value", UNDEFINED)):
             raise PatchError("TEST_OPERATION_FAILED", "Test operation failed", index)
@@ -308,14 +403,14 @@ def _apply_root(doc: Any, op: JSONObject, index: int, validate: bool) -> tuple[A
 
 
 def _operate(
-    op: JSONObject, obj: Any, key: Any, doc: Any, index: int, log: _UndoLog
+    op: JSONObject, obj: Any, key: Any, doc: Any, index: int, ctx: _Patching
 ) -> tuple[Any, Any]:
     name = op["op"]
     if name == "move":
-        return _move(op, doc, index, log), None
+        return _move(op, doc, index, ctx), None
     if name == "copy":
-        value = deep_clone(_pointer_value(doc, op["from"]))
-        _apply(doc, {"op": "add", "path": op["path"], "value": value}, index, False, log)
+        value = _placed(deep_clone(_pointer_value(doc, op["from"])), ctx)
+        _apply(doc, {"op": "add", "path": op["path"], "value": value}, index, False, ctx)
         return doc, None
     if name in OBJECT_PROTOTYPE:
         return _prototype_op(name, op, obj, index), None
@@ -328,33 +423,33 @@ def _operate(
     if name == "_get":
         return doc, js_get(obj, key)
     if type(obj) is dict:
-        return doc, _operate_on_object(name, op, obj, key, index, log)
+        return doc, _operate_on_object(name, op, obj, key, index, ctx)
     if type(obj) is list:
-        return doc, _operate_on_array(name, op, obj, key, index, log)
+        return doc, _operate_on_array(name, op, obj, key, index, ctx)
     # Writing to a primitive is silently ignored (the reference runs in sloppy mode).
     return doc, js_get(obj, key) if name == "remove" else None
 
 
 def _operate_on_object(
-    name: str, op: JSONObject, obj: JSONObject, key: Any, index: int, log: _UndoLog
+    name: str, op: JSONObject, obj: JSONObject, key: Any, index: int, ctx: _Patching
 ) -> Any:
     if key is UNDEFINED:
         key = "undefined"
     removed = js_get(obj, key)
     if name == "remove":
         if key in obj:
-            _delete_key(obj, key, log)
+            _delete_key(obj, key, ctx)
         return removed
-    _set_key(obj, key, _jsonable(op.get("value", UNDEFINED), index), log)
+    _set_key(obj, key, op.get("value", UNDEFINED), ctx)
     return removed
 
 
 def _operate_on_array(
-    name: str, op: JSONObject, array: list[Any], key: Any, index: int, log: _UndoLog
+    name: str, op: JSONObject, array: list[Any], key: Any, index: int, ctx: _Patching
 ) -> Any:
     if name == "add":
         if type(key) is int:
-            _insert(array, key, _jsonable(op.get("value", UNDEFINED), index), log)
+            _insert(array, key, op.get("value", UNDEFINED), ctx)
         return None
     if name == "remove":
         # splice(key, 1): a non-numeric key (only reachable unvalidated) reads as 0.
@@ -363,23 +458,26 @@ def _operate_on_array(
         if start >= len(array):
             return UNDEFINED
         removed = array.pop(start)
-        log.append((_undo_pop, array, start, removed))
+        ctx.log.append((_undo_pop, array, start, removed))
         return removed
     if type(key) is int and 0 <= key < len(array):
         removed = array[key]
-        array[key] = _jsonable(op.get("value", UNDEFINED), index)
-        log.append((_undo_item, array, key, removed))
+        array[key] = op.get("value", UNDEFINED)
+        ctx.log.append((_undo_item, array, key, removed))
         return removed
     return UNDEFINED
 
 
-def _move(op: JSONObject, doc: Any, index: int, log: _UndoLog) -> Any:
-    if op["from"] == "":
-        # The reference would nest the document inside itself; JSON cannot hold the cycle.
-        raise PatchError("OPERATION_MOVE_CYCLE", "Cannot move the document into itself", index)
-    _pointer_value(doc, op["path"])  # the reference reads the target first; it may throw
-    removed = _apply(doc, {"op": "remove", "path": op["from"]}, index, False, log)[1]
-    _apply(doc, {"op": "add", "path": op["path"], "value": removed}, index, False, log)
+def _move(op: JSONObject, doc: Any, index: int, ctx: _Patching) -> Any:
+    # The reference reads the target first (which may throw) and copies what is there.
+    target = _pointer_value(doc, op["path"])
+    if ctx.exotic() and js_truthy(target):
+        _json_copy_checked(target, ctx)  # a cycle in it throws
+    # From the root, the "removed" value is the document itself, added into one of its own
+    # children: a cycle, which a later operation may still undo.
+    ctx.root_moved = ctx.root_moved or op["from"] == ""
+    removed = _placed(_apply(doc, {"op": "remove", "path": op["from"]}, index, False, ctx)[1], ctx)
+    _apply(doc, {"op": "add", "path": op["path"], "value": removed}, index, False, ctx)
     return doc
 
 
@@ -399,45 +497,117 @@ def _pointer_value(doc: Any, pointer: str) -> Any:
     """``getValueByPointer``: an unvalidated read."""
     if pointer == "":
         return doc
-    return _apply(doc, {"op": "_get", "path": pointer}, 0, False, [])[1]
+    return _apply(doc, {"op": "_get", "path": pointer}, 0, False, _Patching())[1]
 
 
-def _jsonable(value: Any, index: int) -> Any:
-    if value is FUNCTION:
-        raise PatchError(
-            "OPERATION_VALUE_NOT_JSON", "A JavaScript function cannot be placed in JSON", index
-        )
+def _placed(value: Any, ctx: _Patching) -> Any:
+    """A value about to be placed in the document; a function there is noted."""
+    if type(value) is JSFunction:
+        ctx.functions = True
     return value
+
+
+# -- what the reference cannot clone or write -------------------------------------------------
+
+
+def _as_copied(doc: Any, ctx: _Patching) -> None:
+    """Infinity inside ``doc`` becomes null, as in the JSON copy the reference patches."""
+    stack = [doc] if type(doc) in (dict, list) else []
+    while stack:
+        container = stack.pop()
+        items = container.items() if type(container) is dict else enumerate(container)
+        for key, value in list(items):
+            if isinstance(value, float) and not math.isfinite(value):
+                ctx.log.append((_undo_item, container, key, value))
+                container[key] = None
+            elif type(value) in (dict, list):
+                stack.append(value)
+
+
+def _json_copy_checked(value: Any, ctx: _Patching) -> Any:
+    """``deep_clone``, which throws where JSON.stringify meets a cycle."""
+    if ctx.root_moved and _cyclic(value):
+        raise JSTypeError("Converting circular structure to JSON")
+    return deep_clone(value)
+
+
+def _check_clonable(doc: Any) -> None:
+    """UnclonableResult if ``doc`` holds a function (the first a clone meets) or a cycle."""
+    if _walk(doc, functions=True):
+        raise UnclonableResult(_first_function(doc, set()))
+    if _walk(doc, functions=False):
+        raise UnclonableResult(None)
+
+
+def _first_function(value: Any, seen: set[int]) -> JSFunction | None:
+    """The function a structured clone meets first: own keys in order, depth first."""
+    if type(value) is JSFunction:
+        return value
+    if type(value) not in (dict, list) or id(value) in seen:
+        return None
+    seen.add(id(value))
+    children = [value[k] for k in js_keys(value)] if type(value) is dict else value
+    return next((f for f in (_first_function(c, seen) for c in children) if f), None)
+
+
+def _cyclic(value: Any) -> bool:
+    return _walk(value, functions=False)
+
+
+def _walk(value: Any, *, functions: bool) -> bool:
+    """Whether ``value`` holds a function (``functions``) or an object inside itself."""
+    if type(value) is JSFunction:
+        return functions
+    ancestors: set[int] = set()
+    stack: list[tuple[Any, bool]] = [(value, True)]
+    while stack:
+        item, entering = stack.pop()
+        if not entering:
+            ancestors.discard(id(item))
+            continue
+        if type(item) not in (dict, list):
+            if functions and type(item) is JSFunction:
+                return True
+            continue
+        if id(item) in ancestors:
+            if not functions:
+                return True
+            continue
+        ancestors.add(id(item))
+        stack.append((item, False))
+        children = item.values() if type(item) is dict else item
+        stack.extend((child, True) for child in children)
+    return False
 
 
 # -- in-place edits and their undo ------------------------------------------------------------
 
 
-def _set_key(obj: JSONObject, key: str, value: Any, log: _UndoLog) -> None:
+def _set_key(obj: JSONObject, key: str, value: Any, ctx: _Patching) -> None:
     if value is UNDEFINED:  # a property holding undefined serializes as absent
         if key in obj:
-            _delete_key(obj, key, log)
+            _delete_key(obj, key, ctx)
         return
     if key in obj:
-        log.append((_undo_item, obj, key, obj[key]))
+        ctx.log.append((_undo_item, obj, key, obj[key]))
     else:
-        log.append((_undo_new_key, obj, key, None))
+        ctx.log.append((_undo_new_key, obj, key, None))
     obj[key] = value
 
 
-def _delete_key(obj: JSONObject, key: str, log: _UndoLog) -> None:
+def _delete_key(obj: JSONObject, key: str, ctx: _Patching) -> None:
     position = len(obj) - 1 if next(reversed(obj)) == key else list(obj).index(key)
-    log.append((_undo_deleted_key, obj, key, (position, obj.pop(key))))
+    ctx.log.append((_undo_deleted_key, obj, key, (position, obj.pop(key))))
 
 
-def _insert(array: list[Any], position: int, value: Any, log: _UndoLog) -> None:
+def _insert(array: list[Any], position: int, value: Any, ctx: _Patching) -> None:
     size = len(array)
     actual = min(max(size + position, 0) if position < 0 else position, size)
     array.insert(actual, None if value is UNDEFINED else value)
-    log.append((_undo_insert, array, actual, None))
+    ctx.log.append((_undo_insert, array, actual, None))
 
 
-def _rollback(log: _UndoLog) -> None:
+def _rollback(log: list[tuple[Any, ...]]) -> None:
     for undo, container, key, value in reversed(log):
         undo(container, key, value)
 

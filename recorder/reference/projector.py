@@ -21,22 +21,27 @@ offending event and goes on: it never raises on what it is fed.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
-
-import orjson
 
 from recorder.errors import InputError
 from recorder.reference import Frame, JSONObject, JSONValue
 from recorder.reference.chunks import ChunkLanes
 from recorder.reference.compat import Compatibility
 from recorder.reference.inbound import Inbound
+from recorder.reference.jsvalues import doubles, may_hold_long_integers
 from recorder.reference.messages import MessageList
 from recorder.reference.reducer import REDUCERS
 from recorder.reference.state import StateDocument
+from recorder.wire.jsontext import dump, parse, printable
 
-_CHECKPOINT_VERSION: Final = 1
+_CHECKPOINT_VERSION: Final = 2
+_INPUT_PROBLEM: Final = (
+    "Invalid input: {what}, which no client posts (the reference client's run fails on it); "
+    "the fold goes on without it"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,26 +86,49 @@ class Projector(Inbound):
         *,
         copy: bool = True,
     ) -> None:
-        """Start from ``messages`` and ``state`` (None means ``{}``), which must be JSON:
+        """Start from ``messages`` and ``state`` (None means ``{}``), as a client held them:
         copied, or (``copy=False``) taken over by a caller that just decoded them and keeps no
-        reference (it saves a pass over what can be a long conversation)."""
+        reference (it saves a pass over what can be a long conversation).
+
+        What no client could have held is reported (index -1) and the fold goes on: messages
+        that are not a list count as none, an entry that is not an object stays in place."""
         super().__init__(REDUCERS)
-        if copy:
-            messages = orjson.loads(orjson.dumps([dict(m) for m in messages or ()]))
-            state = None if state is None else orjson.loads(orjson.dumps(state))
-        items = [m if type(m) is dict else dict(m) for m in messages or ()]
-        self.messages = MessageList(items)
-        self.state = StateDocument({} if state is None else state)
-        self.interrupts: list[JSONObject] = []
         self.problems: list[Problem] = []
+        items = self._starting_messages(messages)
+        start = [items, {} if state is None else state]
+        if copy:
+            written = dump(start, exact=True)
+            start = parse(written)
+            settle = may_hold_long_integers(written) or b"1e400" in written
+        else:
+            settle = True
+        if settle:
+            self._slow = _settled(start) or self._slow
+        self.messages = MessageList(start[0])
+        self.state = StateDocument(start[1])
+        self.interrupts: list[JSONObject] = []
+
+    def _starting_messages(self, messages: Any) -> list[Any]:
+        if messages is None:
+            return []
+        if type(messages) not in (list, tuple):
+            self.problem(-1, None, _INPUT_PROBLEM.format(what="messages is not an array"))
+            return []
+        items = [dict(m) if isinstance(m, Mapping) and type(m) is not dict else m for m in messages]
+        for position, message in enumerate(items):
+            if type(message) is not dict:
+                what = f"messages[{position}] is not an object"
+                self.problem(-1, None, _INPUT_PROBLEM.format(what=what))
+        return items
 
     def feed_many(self, frames: Iterable[Frame]) -> None:
         for frame in frames:
             self.feed(frame)
 
     def result(self) -> Projection:
+        """A copy of what a frontend shows, as JSON (Infinity is null)."""
         shown = [self.messages.items, self.state.value, self.interrupts]
-        copied = orjson.loads(orjson.dumps(shown))
+        copied = parse(dump(shown))
         return Projection(copied[0], copied[1], copied[2], tuple(self.problems))
 
     def take(self) -> Projection:
@@ -111,7 +139,7 @@ class Projector(Inbound):
         )
 
     def problem(self, index: int, kind: str | None, message: str) -> None:
-        self.problems.append(Problem(index, kind, message))
+        self.problems.append(Problem(index, kind, printable(message)))
 
     def _reject(self, index: int, kind: str | None, message: str) -> None:
         self.problem(index, kind, message)
@@ -127,10 +155,22 @@ class Projector(Inbound):
     def _taken(self, candidate: str) -> bool:
         return candidate in self.messages.by_id
 
+    def doubled(self, value: JSONValue) -> JSONValue:
+        """A value the reducer keeps, as a frontend holds it: integers past 2**53 become
+        doubles (in place). Only a frame with 16 digits in a row can hold one."""
+        frame = self._frame
+        if type(frame) is bytes and not may_hold_long_integers(frame):
+            return value
+        return doubles(value)
+
+    def plain(self) -> bool:
+        """Whether what the reducer holds may be taken to hold no Infinity (see ``Inbound``)."""
+        return not self._slow
+
     # -- checkpoints ----------------------------------------------------------------------------
 
     def checkpoint(self) -> bytes:
-        return orjson.dumps(
+        return dump(
             {
                 "version": _CHECKPOINT_VERSION,
                 "frames": self._frames,
@@ -138,17 +178,20 @@ class Projector(Inbound):
                 "aliases": self.messages.alias_groups(),
                 "state": self.state.value,
                 "stateUndefined": self.state.undefined,
+                "stateCyclic": self.state.cyclic,
+                "slow": self._slow,
                 "pendingInterrupts": self.interrupts,
                 "lanes": self._lanes.to_json(),
                 "compat": self._compat.to_json(),
                 "problems": [[p.index, p.type, p.message] for p in self.problems],
-            }
+            },
+            exact=True,
         )
 
     @classmethod
     def restore(cls, data: bytes) -> Projector:
         try:
-            saved = orjson.loads(data)
+            saved = parse(data)
             if saved["version"] != _CHECKPOINT_VERSION:
                 raise ValueError(f"unknown checkpoint version {saved['version']!r}")
             return cls._from_checkpoint(saved)
@@ -163,7 +206,12 @@ class Projector(Inbound):
             for position in group[1:]:
                 items[position] = items[group[0]]
         made.messages = MessageList(items)
-        made.state = StateDocument(saved["state"], undefined=bool(saved["stateUndefined"]))
+        made.state = StateDocument(
+            saved["state"],
+            undefined=bool(saved["stateUndefined"]),
+            cyclic=bool(saved["stateCyclic"]),
+        )
+        made._slow = bool(saved["slow"])
         made.interrupts = saved["pendingInterrupts"]
         made._lanes = ChunkLanes.from_json(saved["lanes"])
         made._compat = Compatibility.from_json(saved["compat"])
@@ -182,3 +230,18 @@ def fold(
     projector = Projector(messages, state)
     projector.feed_many(frames)
     return projector.result()
+
+
+def _settled(start: list[Any]) -> bool:
+    """Integers past 2**53 in the starting point made doubles; whether it holds Infinity."""
+    doubles(start)
+    stack: list[Any] = [start]
+    while stack:
+        item = stack.pop()
+        if type(item) is dict:
+            stack.extend(item.values())
+        elif type(item) is list:
+            stack.extend(item)
+        elif isinstance(item, float) and not math.isfinite(item):
+            return True
+    return False

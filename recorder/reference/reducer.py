@@ -9,7 +9,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Final
 
 from recorder.reference import JSONObject
-from recorder.reference.patch import UNDEFINED, PatchError, apply_patch, deep_clone
+from recorder.reference.patch import (
+    UNDEFINED,
+    PatchError,
+    UnclonableResult,
+    apply_patch,
+    deep_clone,
+)
+from recorder.reference.state import RunFails
 
 if TYPE_CHECKING:
     from recorder.reference.projector import Projector
@@ -17,9 +24,10 @@ if TYPE_CHECKING:
 _NO_CLAIM: Final = object()
 
 
-def _merge_metadata(target: JSONObject, event: JSONObject) -> None:
+def _merge_metadata(fold: Projector, target: JSONObject, event: JSONObject) -> None:
     incoming = event.get("metadata")
     if incoming is not None:
+        incoming = fold.doubled(incoming)
         existing = target.get("metadata")
         target["metadata"] = {**existing, **incoming} if type(existing) is dict else dict(incoming)
 
@@ -58,7 +66,7 @@ def _start_message(fold: Projector, index: int, event: JSONObject) -> None:
             target["subagentRunId"] = event["subagentRunId"]
         fold.messages.push(target)
     if "metadata" in event:
-        _merge_metadata(target, event)
+        _merge_metadata(fold, target, event)
 
 
 def _continue_message(fold: Projector, index: int, event: JSONObject) -> None:
@@ -82,7 +90,7 @@ def _continue_message(fold: Projector, index: int, event: JSONObject) -> None:
             text = event["delta"]  # array content is overwritten by a string (a quirk)
         target["content"] = text
     if "metadata" in event:
-        _merge_metadata(target, event)
+        _merge_metadata(fold, target, event)
 
 
 def _tool_call_start(fold: Projector, index: int, event: JSONObject) -> None:
@@ -98,7 +106,7 @@ def _tool_call_start(fold: Projector, index: int, event: JSONObject) -> None:
                 f"'{function['name']}' — updating it to '{name}'",
             )
             function["name"] = name
-        _merge_metadata(found[1], event)
+        _merge_metadata(fold, found[1], event)
         return
     target = _assistant_for(fold, index, event)
     calls = target.get("toolCalls")
@@ -106,7 +114,7 @@ def _tool_call_start(fold: Projector, index: int, event: JSONObject) -> None:
         target["toolCalls"] = calls = []
     call = {"id": call_id, "type": "function", "function": {"name": name, "arguments": ""}}
     calls.append(call)
-    _merge_metadata(call, event)
+    _merge_metadata(fold, call, event)
     fold.messages.calls[call_id] = (target, call)
 
 
@@ -155,7 +163,7 @@ def _tool_call_continue(fold: Projector, index: int, event: JSONObject) -> None:
             arguments = event["delta"]
         function["arguments"] = arguments
     if "metadata" in event:
-        _merge_metadata(found[1], event)
+        _merge_metadata(fold, found[1], event)
 
 
 def _tool_call_result(fold: Projector, index: int, event: JSONObject) -> None:
@@ -164,11 +172,11 @@ def _tool_call_result(fold: Projector, index: int, event: JSONObject) -> None:
         "id": event["messageId"],
         "toolCallId": call_id,
         "role": event.get("role") or "tool",
-        "content": event["content"],
+        "content": fold.doubled(event["content"]),
     }
     if event.get("subagentRunId") is not None:
         message["subagentRunId"] = event["subagentRunId"]
-    _merge_metadata(message, event)
+    _merge_metadata(fold, message, event)
     owner = fold.messages.assistant_holding(call_id)
     if owner is None:
         fold.messages.push(message)
@@ -181,18 +189,28 @@ def _tool_call_result(fold: Projector, index: int, event: JSONObject) -> None:
 
 
 def _state_snapshot(fold: Projector, index: int, event: JSONObject) -> None:
-    fold.state.snapshot(event["snapshot"])
+    fold.state.snapshot(fold.doubled(event["snapshot"]))
 
 
 def _state_delta(fold: Projector, index: int, event: JSONObject) -> None:
+    kind = event["type"]
     try:
-        fold.state.delta(event["delta"])
+        fold.state.delta(fold.doubled(event["delta"]), plain=fold.plain())
     except PatchError as exc:
-        fold.problem(index, event["type"], f"Failed to apply state patch: {exc}")
+        fold.problem(index, kind, f"Failed to apply state patch: {exc}")
+    except RunFails as exc:
+        fold.problem(index, kind, f"Cannot apply {kind}: the reference client's run fails: {exc}")
+    except UnclonableResult:
+        fold.problem(
+            index,
+            kind,
+            f"{kind}: the patch leaves the state cyclic (the root moved into one of its "
+            "children), which no frontend can write down; shown is the last state JSON holds",
+        )
 
 
 def _messages_snapshot(fold: Projector, index: int, event: JSONObject) -> None:
-    snapshot: list[JSONObject] = event["messages"]
+    snapshot: list[JSONObject] = fold.doubled(event["messages"])
     by_id = {m["id"]: m for m in snapshot}
     keep = _preserved_locally(event, snapshot)
     merged = []
@@ -246,11 +264,12 @@ def _authoritative_activity_types(event: JSONObject) -> Any:
 
 def _activity_snapshot(fold: Projector, index: int, event: JSONObject) -> None:
     mid, tag = event["messageId"], event.get("subagentRunId")
+    content = fold.doubled(event["content"])
     fresh: JSONObject = {
         "id": mid,
         "role": "activity",
         "activityType": event["activityType"],
-        "content": event["content"],
+        "content": content,
     }
     if tag is not None:
         fresh["subagentRunId"] = tag
@@ -262,7 +281,7 @@ def _activity_snapshot(fold: Projector, index: int, event: JSONObject) -> None:
         target = existing if existing.get("role") == "activity" else None
     elif existing.get("role") == "activity":
         # A replace keeps the metadata built up so far but re-mints the attribution.
-        target = {**existing, "activityType": event["activityType"], "content": event["content"]}
+        target = {**existing, "activityType": event["activityType"], "content": content}
         if tag is None:
             target.pop("subagentRunId", None)
         else:
@@ -271,7 +290,7 @@ def _activity_snapshot(fold: Projector, index: int, event: JSONObject) -> None:
     else:
         fold.messages.replace(fold.messages.position(existing), existing, fresh)
     if target is not None:
-        _merge_metadata(target, event)
+        _merge_metadata(fold, target, event)
 
 
 def _activity_delta(fold: Projector, index: int, event: JSONObject) -> None:
@@ -281,13 +300,22 @@ def _activity_delta(fold: Projector, index: int, event: JSONObject) -> None:
         problem = "No message found with ID" if existing is None else "Not an activity message:"
         fold.problem(index, event["type"], f"ACTIVITY_DELTA: {problem} '{mid}'")
         return
-    _merge_metadata(existing, event)  # kept even when the patch fails
+    _merge_metadata(fold, existing, event)  # kept even when the patch fails
     content = existing.get("content")
     # The reference patches a copy and builds a new message; an alias keeps the old content.
     base = {} if content is None else deep_clone(content) if fold.messages.aliased else content
     try:
-        patched = apply_patch(base, event["patch"])
-    except PatchError as exc:
+        patched = apply_patch(base, fold.doubled(event["patch"]), plain=fold.plain())
+    except (PatchError, UnclonableResult) as exc:
+        if isinstance(exc, UnclonableResult) and exc.cycle:
+            # The reference keeps the cyclic content, which nothing can write down.
+            fold.problem(
+                index,
+                event["type"],
+                f"ACTIVITY_DELTA: the patch leaves the content of '{mid}' cyclic; shown is "
+                "the last content JSON holds",
+            )
+            return
         fold.problem(index, event["type"], f"Failed to apply activity patch for '{mid}': {exc}")
         return
     updated = {**existing, "content": patched, "activityType": event["activityType"]}
@@ -319,14 +347,15 @@ def _encrypted_value(fold: Projector, index: int, event: JSONObject) -> None:
 def _run_started(fold: Projector, index: int, event: JSONObject) -> None:
     given = event.get("input")
     if given is not None:
-        for message in given["messages"]:
+        for message in fold.doubled(given["messages"]):
             if message["id"] not in fold.messages.by_id:
                 fold.messages.push(message)
 
 
 def _run_finished(fold: Projector, index: int, event: JSONObject) -> None:
     outcome = event.get("outcome") or {}
-    fold.interrupts = list(outcome["interrupts"]) if outcome.get("type") == "interrupt" else []
+    interrupted = outcome.get("type") == "interrupt"
+    fold.interrupts = list(fold.doubled(outcome["interrupts"])) if interrupted else []
 
 
 def _unchanged(fold: Projector, index: int, event: JSONObject) -> None:

@@ -105,6 +105,12 @@ class Verifier:
     def violations(self) -> list[Violation]:
         return list(self._violations)
 
+    def knows(self, entity: str) -> bool:
+        """Whether the stream has used ``entity`` as an id of anything yet (in this run)."""
+        return any(entity in owners for owners in self._owners.values()) or any(
+            entity in ids for ids in self._open_sets()
+        )
+
     def feed(self, event: JSONObject) -> Violation | None:
         """Check one event; on success apply it to the state, otherwise record why not."""
         index = self._seen

@@ -50,7 +50,7 @@ def read_event_file(text: bytes) -> list[bytes]:
     stripped = text.lstrip()
     if not stripped:
         return []
-    if stripped.startswith(b"["):
+    if stripped.startswith(b"[") and not _first_of_lines(stripped):
         try:
             return [orjson.dumps(item) for item in orjson.loads(stripped)]
         except (orjson.JSONDecodeError, TypeError):
@@ -66,6 +66,18 @@ def read_event_file(text: bytes) -> list[bytes]:
         frames.extend(f.data for f in splitter.close())
         return frames
     return list(_jsonl(text))
+
+
+def _first_of_lines(text: bytes) -> bool:
+    """Whether ``text`` is JSON Lines that start with an array, not one JSON array."""
+    first, _, rest = text.partition(b"\n")
+    if not rest.strip():
+        return False
+    try:
+        parse(first)
+    except ValueError:
+        return False
+    return True
 
 
 def _jsonl(text: bytes) -> Iterator[bytes]:

@@ -15,8 +15,8 @@ the projection rounds them to doubles where a frontend would (``recorder.referen
 
 Strings hold code points, so half a pair is a lone surrogate, which UTF-8 cannot carry:
 ``dump`` writes it as a ``\\uXXXX`` escape, as ``JSON.stringify`` does, and a pair that two
-deltas split is read back as one character. Infinity is written as ``null``, as
-``JSON.stringify`` writes it.
+deltas split is read back as one character. Infinity is read as an ``Infinite`` float and
+written as ``null``, as ``JSON.stringify`` writes it (or, for our own copies, as ``1e400``).
 """
 
 from __future__ import annotations
@@ -37,8 +37,16 @@ _LONE_SURROGATE: Final = re.compile("[\ud800-\udfff]")
 _INDENT: Final = orjson.OPT_INDENT_2
 
 
+class Infinite(float):
+    """Infinity or -Infinity, as ``JSON.parse`` reads ``1e400``: a float type of its own,
+    which orjson refuses to write, so that ``dump`` notices it and writes what it should."""
+
+    __slots__ = ()
+
+
 def parse(data: bytes | str) -> JSONValue:
-    """The value ``JSON.parse`` reads from ``data``; ValueError where it throws."""
+    """The value ``JSON.parse`` reads from ``data``; ``orjson.JSONDecodeError`` (a
+    ValueError) where it throws, whichever reader found the fault."""
     try:
         return orjson.loads(data)
     except orjson.JSONDecodeError:
@@ -48,7 +56,11 @@ def parse(data: bytes | str) -> JSONValue:
 def parse_fallback(data: bytes | str) -> JSONValue:
     """``parse`` for what orjson refused: slower, and as ``JSON.parse`` reads it."""
     text = data.decode("utf-8", "replace") if isinstance(data, bytes) else data
-    return _DECODER.decode(text)
+    try:
+        return _DECODER.decode(text)
+    except ValueError as exc:  # the standard library's JSONDecodeError, or a refused NaN
+        message = getattr(exc, "msg", str(exc))
+        raise orjson.JSONDecodeError(message, text, getattr(exc, "pos", 0)) from None
 
 
 def split_array(text: str) -> list[str]:
@@ -76,29 +88,33 @@ def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
+def _number(text: str) -> float:
+    value = float(text)
+    return value if math.isfinite(value) else Infinite(value)
+
+
 def _integer(digits: str) -> int | float:
     # Like orjson, past 64 bits a number is read as a double; a float also spares Python's
     # limit on converting very long digit strings.
-    return int(digits) if len(digits) < 20 else float(digits)
+    return int(digits) if len(digits) < 20 else _number(digits)
 
 
-_DECODER: Final = json.JSONDecoder(parse_constant=_refuse_constant, parse_int=_integer)
+_DECODER: Final = json.JSONDecoder(
+    parse_constant=_refuse_constant, parse_float=_number, parse_int=_integer
+)
 
 
-def dump(value: JSONValue, *, indent: bool = False) -> bytes:
-    """``value`` as JSON text (UTF-8), written as ``JSON.stringify`` would."""
+def dump(value: JSONValue, *, indent: bool = False, exact: bool = False) -> bytes:
+    """``value`` as JSON text (UTF-8), as ``JSON.stringify`` writes it: Infinity as ``null``.
+
+    ``exact`` keeps what this module's ``parse`` reads back as it was, Infinity included
+    (written as ``1e400``): for copies and checkpoints, never for a client.
+    """
     try:
         return orjson.dumps(value, option=_INDENT if indent else None)
     except TypeError:
-        pass  # a lone surrogate, or an integer past 64 bits
-    text = json.dumps(
-        _finite(value),
-        ensure_ascii=False,
-        allow_nan=False,
-        indent=2 if indent else None,
-        separators=None if indent else (",", ":"),
-    )
-    return _LONE_SURROGATE.sub(_escape, text).encode()
+        pass  # a lone surrogate, an integer past 64 bits, or Infinity
+    return _written(value, exact, "\n" if indent else None).encode()
 
 
 def printable(text: str) -> str:
@@ -110,12 +126,33 @@ def _escape(match: re.Match[str]) -> str:
     return f"\\u{ord(match.group()):04x}"
 
 
-def _finite(value: JSONValue) -> JSONValue:
+def _written(value: JSONValue, exact: bool, newline: str | None) -> str:
+    """What orjson would write, and what it cannot: the slow way, for the rare value."""
     kind = type(value)
-    if kind is float:
-        return value if math.isfinite(value) else None
+    inner = None if newline is None else newline + "  "
     if kind is dict:
-        return {k: _finite(v) for k, v in value.items()}
+        if not value:
+            return "{}"
+        colon = ":" if newline is None else ": "
+        items = [_string(k) + colon + _written(v, exact, inner) for k, v in value.items()]
+        return _joined("{", items, "}", newline)
     if kind is list:
-        return [_finite(v) for v in value]
-    return value
+        if not value:
+            return "[]"
+        return _joined("[", [_written(v, exact, inner) for v in value], "]", newline)
+    if kind is str:
+        return _string(value)
+    if isinstance(value, float) and not math.isfinite(value):
+        return ("1e400" if value > 0 else "-1e400") if exact else "null"
+    return json.dumps(value)
+
+
+def _joined(opening: str, items: list[str], closing: str, newline: str | None) -> str:
+    if newline is None:
+        return opening + ",".join(items) + closing
+    inner = newline + "  "
+    return opening + inner + ("," + inner).join(items) + newline + closing
+
+
+def _string(text: str) -> str:
+    return printable(json.dumps(text, ensure_ascii=False))

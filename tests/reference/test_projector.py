@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from recorder.errors import InputError
+from recorder.reference.compat import minted_id
 from recorder.reference.projector import Problem, Projection, Projector, fold
 
 Event = dict[str, Any]
@@ -559,11 +560,35 @@ def test_thinking_events_become_reasoning_messages_with_deterministic_ids() -> N
         ev("THINKING_TEXT_MESSAGE_END"),
         ev("THINKING_END"),
     ]
-    expected = [{"id": "thinking-2", "role": "reasoning", "content": "deep"}]
+    expected = [{"id": minted_id(2), "role": "reasoning", "content": "deep"}]
     assert project(events).messages == expected
     assert project(events).messages == expected  # and again: nothing random
-    taken = project(events, messages=[user("thinking-1"), user("thinking-2")]).messages
-    assert [m["id"] for m in taken] == ["thinking-1", "thinking-2", "thinking-4"]
+    taken = project(events, messages=[user(minted_id(1)), user(minted_id(2))]).messages
+    assert [m["id"] for m in taken] == [minted_id(1), minted_id(2), minted_id(4)]
+
+
+def test_minted_ids_never_meet_the_ids_a_producer_uses() -> None:
+    # The old scheme minted "thinking-1", "thinking-2": a producer using those ids had its
+    # message merged with a minted one.
+    events = [
+        ev("THINKING_START"),
+        ev("THINKING_TEXT_MESSAGE_START"),
+        ev("THINKING_TEXT_MESSAGE_CONTENT", delta="minted"),
+        ev("THINKING_TEXT_MESSAGE_END"),
+        ev("THINKING_END"),
+        start("thinking-1"),
+        content("thinking-1", "from the producer"),
+        end("thinking-1"),
+        start("thinking-2"),
+        content("thinking-2", "also the producer"),
+        end("thinking-2"),
+    ]
+    shown = [(m["id"], m["content"]) for m in project(events).messages]
+    assert shown == [
+        (minted_id(2), "minted"),
+        ("thinking-1", "from the producer"),
+        ("thinking-2", "also the producer"),
+    ]
 
 
 def test_legacy_binary_parts_are_upgraded() -> None:
@@ -669,7 +694,7 @@ def test_restore_rejects_what_is_not_a_checkpoint() -> None:
 
 # -- properties -------------------------------------------------------------------------------
 
-IDS = st.sampled_from(["a", "b", "c", "thinking-1"])
+IDS = st.sampled_from(["a", "b", "c", minted_id(1)])
 SCALARS = st.none() | st.booleans() | st.integers(-2, 2) | st.text(max_size=3)
 VALUES = st.recursive(
     SCALARS,
