@@ -20,26 +20,28 @@ from recorder.wire.jsontext import dump
 router = APIRouter(tags=["runs"], dependencies=[TokenDep])
 
 
-@router.get("/runs/{run_id}")
-async def get_run(run_id: str, runtime: RuntimeDep) -> dict[str, Any]:
-    return run_view(await runtime.store.get_run(run_id))
+@router.get("/runs/{run_id}", response_class=JSON)
+async def get_run(run_id: str, runtime: RuntimeDep) -> JSON:
+    return JSON(run_view(await runtime.store.get_run(run_id)))
 
 
-@router.get("/runs/{run_id}/events")
+@router.get("/runs/{run_id}/events", response_class=JSON)
 async def run_events(
     run_id: str,
     runtime: RuntimeDep,
     afterSeq: int = Query(-1, ge=-1),
     limit: int = Query(1000, ge=1, le=10000),
-) -> dict[str, Any]:
+) -> JSON:
     run = await runtime.store.get_run(run_id)
     events = await runtime.store.read_events(run_id, gt=afterSeq, limit=limit)
     more = bool(events) and events[-1].seq < run.event_count - 1
-    return {
-        "runId": run_id,
-        "events": [event_view(e) for e in events],
-        "nextAfterSeq": events[-1].seq if more else None,
-    }
+    return JSON(
+        {
+            "runId": run_id,
+            "events": [event_view(e) for e in events],
+            "nextAfterSeq": events[-1].seq if more else None,
+        }
+    )
 
 
 @router.get("/runs/{run_id}/state", response_class=JSON)

@@ -436,7 +436,8 @@ KNOWN_TYPES: Final = frozenset(_EVENTS)
 
 
 def enforce(event: JSONObject) -> bool:
-    """Validate a known event in place (nested values conformed); False if its type is unknown.
+    """Validate a known event in place (nested values conformed, unknown keys stripped);
+    False if its type is unknown.
 
     Raises InvalidEvent where the reference's schema would reject the event.
     """
@@ -460,9 +461,13 @@ def enforce(event: JSONObject) -> bool:
 
 def _enforce_fields(event: JSONObject, spec: _Spec) -> None:
     conformed: JSONObject | None = None
+    unknown: list[str] | None = None
     for name, value in event.items():
         conform = spec.fields.get(name)
         if conform is None:
+            if name != "type":  # what the schema does not describe is stripped
+                unknown = unknown or []
+                unknown.append(name)
             continue
         if conform is _string:
             if type(value) is not str:
@@ -480,3 +485,5 @@ def _enforce_fields(event: JSONObject, spec: _Spec) -> None:
             del event[name]
         else:
             event[name] = result
+    for name in unknown or ():
+        del event[name]

@@ -54,6 +54,8 @@ from recorder.reference.jsvalues import (
 # Re-exported: apply_patch may answer UNDEFINED, so its callers take the name from here.
 from recorder.reference.jsvalues import UNDEFINED as UNDEFINED
 
+_CIRCULAR: Final = "Converting circular structure to JSON"
+
 
 class PatchError(Exception):
     """The patch did not apply; ``name`` is fast-json-patch's error name (or the JavaScript
@@ -74,11 +76,7 @@ class UnclonableResult(Exception):
     text is the error a structured clone of it raises, or the one JSON.stringify does."""
 
     def __init__(self, function: JSFunction | None) -> None:
-        super().__init__(
-            "Converting circular structure to JSON"
-            if function is None
-            else f"{function!r} could not be cloned."
-        )
+        super().__init__(_CIRCULAR if function is None else f"{function!r} could not be cloned.")
         self.cycle = function is None
 
 
@@ -133,10 +131,15 @@ def apply_patch(document: Any, patch: Any, *, plain: bool = True) -> Any:
         raise
     except (PatchError, JSTypeError, RecursionError) as exc:
         cyclic = ctx.root_moved and _cyclic(patch)  # before the rollback unwinds the cycle
+        # fast-json-patch's error writes its operation and document into its message, which
+        # fails on a cycle: the TypeError is what gets thrown.
+        unwritable = cyclic or (ctx.root_moved and _cyclic(doc))
         _rollback(ctx.log)
-        if isinstance(exc, PatchError):
+        if isinstance(exc, PatchError) and not unwritable:
             exc.cyclic_patch = cyclic
             raise
+        if isinstance(exc, PatchError):
+            raise PatchError("TypeError", _CIRCULAR, cyclic_patch=cyclic) from None
         if isinstance(exc, RecursionError):
             message = "Maximum call stack size exceeded"
             raise PatchError("RangeError", message, cyclic_patch=cyclic) from None
@@ -527,7 +530,7 @@ def _as_copied(doc: Any, ctx: _Patching) -> None:
 def _json_copy_checked(value: Any, ctx: _Patching) -> Any:
     """``deep_clone``, which throws where JSON.stringify meets a cycle."""
     if ctx.root_moved and _cyclic(value):
-        raise JSTypeError("Converting circular structure to JSON")
+        raise JSTypeError(_CIRCULAR)
     return deep_clone(value)
 
 

@@ -122,6 +122,14 @@ def printable(text: str) -> str:
     return _LONE_SURROGATE.sub(_escape, text) if _LONE_SURROGATE.search(text) else text
 
 
+def well_formed(text: str) -> str:
+    """``text.toWellFormed()``: halves of a pair joined, lone ones made U+FFFD (for stores,
+    which take UTF-8 only)."""
+    if not _LONE_SURROGATE.search(text):
+        return text
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+
+
 def _escape(match: re.Match[str]) -> str:
     return f"\\u{ord(match.group()):04x}"
 

@@ -160,9 +160,54 @@ async function judge({ format, file, input }) {
   return { error, stage, outcome };
 }
 
+// A patch can write into the built-ins themselves (a root copied from `/toString`, then
+// `add /x`): in a page that lasts for the rest of its life, here it would leak into the next
+// case. Every case starts from the built-ins as they were.
+function builtins() {
+  const seen = new Set();
+  const queue = [Object, Array, String, Number, Boolean, Function];
+  for (let i = 0; i < queue.length; i++) {
+    const target = queue[i];
+    if (seen.has(target)) continue;
+    seen.add(target);
+    for (const name of Object.getOwnPropertyNames(target)) {
+      const d = Object.getOwnPropertyDescriptor(target, name);
+      const value = d.value;
+      if ((typeof value === "function" || (typeof value === "object" && value !== null)) && !seen.has(value)) {
+        queue.push(value);
+      }
+    }
+  }
+  return [...seen].map((target) => [
+    target,
+    Object.isExtensible(target),
+    new Map(Object.getOwnPropertyNames(target).map((n) => [n, Object.getOwnPropertyDescriptor(target, n)])),
+  ]);
+}
+
+function restore(saved) {
+  for (const [target, , properties] of saved) {
+    for (const name of Object.getOwnPropertyNames(target)) {
+      const before = properties.get(name);
+      if (before === undefined) delete target[name];
+      else if (Object.getOwnPropertyDescriptor(target, name).value !== before.value) {
+        Object.defineProperty(target, name, before);
+      }
+    }
+  }
+}
+
 const chunks = [];
 for await (const chunk of process.stdin) chunks.push(chunk);
 const cases = JSON.parse(Buffer.concat(chunks).toString("utf8"));
+// Warm up first, so that whatever the libraries set up lazily is part of the baseline.
+const warmUp = Buffer.from('data: {"type":"RUN_STARTED","threadId":"t","runId":"r"}\n\n').toString("base64");
+await judge({ format: "sse", file: warmUp, input: null });
+await judge({ format: "array", file: Buffer.from("[]").toString("base64"), input: "{}" });
+const pristine = builtins();
 const results = [];
-for (const item of cases) results.push(JSON.stringify(await judge(item)));
+for (const item of cases) {
+  results.push(JSON.stringify(await judge(item)));
+  restore(pristine);
+}
 process.stdout.write(`[${results.join(",")}]`);

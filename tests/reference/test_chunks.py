@@ -377,8 +377,29 @@ def test_an_unknown_outcome_is_removed_and_interrupts_stripped() -> None:
 
 
 def test_plain_events_pass_untouched() -> None:
-    event = ev("TEXT_MESSAGE_CONTENT", messageId="m", delta="d", timestamp=1.0, extra="ignored")
+    event = ev("TEXT_MESSAGE_CONTENT", messageId="m", delta="d", timestamp=1.0, metadata={"k": 1})
     assert enforced(event) == event
+
+
+@pytest.mark.parametrize(
+    ("event", "kept"),
+    [
+        # Read by our reducer for CONTENT events: an END must not carry it through.
+        (ev("TEXT_MESSAGE_END", messageId="m", delta="x"), ev("TEXT_MESSAGE_END", messageId="m")),
+        (ev("TOOL_CALL_END", toolCallId="t", delta="x"), ev("TOOL_CALL_END", toolCallId="t")),
+        # Read by the verifier, which the client never lets see it on a run-scoped event.
+        (
+            ev("RUN_STARTED", threadId="t", runId="r", subagentRunId=None, extra=1),
+            ev("RUN_STARTED", threadId="t", runId="r"),
+        ),
+        (
+            ev("SUBAGENT_STARTED", subagentRunId="s", name="n", outcome=5),
+            ev("SUBAGENT_STARTED", subagentRunId="s", name="n"),
+        ),
+    ],
+)
+def test_what_the_schema_does_not_describe_is_stripped(event: Event, kept: Event) -> None:
+    assert enforced(event) == kept
 
 
 # -- chunk expansion --------------------------------------------------------------------------
