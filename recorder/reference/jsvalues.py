@@ -5,7 +5,8 @@ follows from the language rather than the protocol. The ports share these answer
 
 - ``undefined``, which JSON cannot spell: ``UNDEFINED`` stands for an absent field (and for
   a document a patch left undefined);
-- truthiness and ``===``, which the compatibility boundary and fast-json-patch branch on;
+- truthiness, ``===`` and fast-json-patch's deep equality, which the compatibility boundary
+  and the patches branch on;
 - Map and Set keys: 1 and 1.0 are one key; 1, "1" and true are three; every object is its
   own key (``MapKeys``), which is how the lifecycle verifier tells ids apart;
 - printing: ``String(value)``, template literals, ``Array.prototype.join`` and
@@ -324,3 +325,36 @@ def doubles(value: Any) -> Any:
 def may_hold_long_integers(text: bytes) -> bool:
     """Whether JSON ``text`` may hold an integer past 2**53 (16 digits in a row, at least)."""
     return _LONG_RUN in text.translate(_DIGITS_AS_ZERO)
+
+
+def js_equal(a: Any, b: Any) -> bool:
+    """fast-json-patch's ``_areEquals``: deep, strict about JSON types, numbers as doubles.
+
+    It compares arrays and keys from the back, and calls ``b.hasOwnProperty``, which throws
+    (JSTypeError) when ``b`` has an own ``hasOwnProperty`` key.
+    """
+    if a is b:
+        return True
+    ta, tb = type(a), type(b)
+    if ta is bool or tb is bool:
+        return ta is tb and a == b
+    if _is_number(a) and _is_number(b):
+        x, y = as_double(a), as_double(b)
+        return bool(x == y or (x != x and y != y))  # NaN equals NaN here (`a !== a && ...`)
+    if ta is str or tb is str:
+        return ta is tb and a == b
+    if ta is list and tb is list:
+        return len(a) == len(b) and all(js_equal(a[i], b[i]) for i in range(len(a) - 1, -1, -1))
+    if ta is not dict or tb is not dict:
+        return False
+    keys = js_keys(a)
+    if len(keys) != len(b):
+        return False
+    if keys and "hasOwnProperty" in b and type(b["hasOwnProperty"]) is not JSFunction:
+        raise JSTypeError("b.hasOwnProperty is not a function")
+    keys.reverse()
+    return all(k in b for k in keys) and all(js_equal(a[k], b[k]) for k in keys)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and type(value) is not bool

@@ -3,7 +3,8 @@
 The reference client applies STATE_DELTA and ACTIVITY_DELTA with
 ``applyPatch(doc, patch, validateOperation=true, mutateDocument=false)``: the patch applies
 whole or not at all. We apply in place and keep an undo log, rolling back on failure, so a
-patch costs what its operations touch rather than a copy of the whole state.
+patch costs what its operations touch rather than a copy of the whole state
+(``recorder.reference.edits``).
 
 What a frontend sees is what fast-json-patch does, not what RFC 6902 says, so this is a port
 of its algorithm, quirks included:
@@ -41,20 +42,26 @@ import math
 from typing import Any, Final
 
 from recorder.reference import JSONObject
+from recorder.reference.edits import Edits
+from recorder.reference.jsclone import (
+    CIRCULAR,
+    deep_clone,
+    first_function,
+    holds_cycle,
+    holds_function,
+    json_copy_checked,
+)
 from recorder.reference.jsprototypes import JSFunction
 from recorder.reference.jsvalues import (
     OBJECT_PROTOTYPE,
     JSTypeError,
-    as_double,
+    js_equal,
     js_get,
-    js_keys,
     js_truthy,
 )
 
 # Re-exported: apply_patch may answer UNDEFINED, so its callers take the name from here.
 from recorder.reference.jsvalues import UNDEFINED as UNDEFINED
-
-_CIRCULAR: Final = "Converting circular structure to JSON"
 
 
 class PatchError(Exception):
@@ -76,7 +83,7 @@ class UnclonableResult(Exception):
     text is the error a structured clone of it raises, or the one JSON.stringify does."""
 
     def __init__(self, function: JSFunction | None) -> None:
-        super().__init__(_CIRCULAR if function is None else f"{function!r} could not be cloned.")
+        super().__init__(CIRCULAR if function is None else f"{function!r} could not be cloned.")
         self.cycle = function is None
 
 
@@ -91,13 +98,13 @@ _UNCALLABLE_OPS: Final = frozenset(
 _UNRESOLVABLE: Final = "OPERATION_PATH_UNRESOLVABLE"
 
 
-class _Patching:
-    """One patch on its way: the undo log, and whether anything JSON cannot hold was placed."""
+class _Patching(Edits):
+    """One patch on its way: its edits, and whether anything JSON cannot hold was placed."""
 
-    __slots__ = ("functions", "log", "root_moved")
+    __slots__ = ("functions", "root_moved")
 
     def __init__(self) -> None:
-        self.log: list[tuple[Any, ...]] = []
+        super().__init__()
         self.root_moved = False  # the document was moved into itself
         self.functions = False  # a prototype method was placed
 
@@ -127,88 +134,30 @@ def apply_patch(document: Any, patch: Any, *, plain: bool = True) -> Any:
         if ctx.exotic():
             _check_clonable(doc)
     except UnclonableResult:
-        _rollback(ctx.log)
+        ctx.rollback()
         raise
     except (PatchError, JSTypeError, RecursionError) as exc:
-        cyclic = ctx.root_moved and _cyclic(patch)  # before the rollback unwinds the cycle
+        cyclic = ctx.root_moved and holds_cycle(patch)  # before the rollback unwinds the cycle
         # fast-json-patch's error writes its operation and document into its message, which
         # fails on a cycle: the TypeError is what gets thrown.
-        unwritable = cyclic or (ctx.root_moved and _cyclic(doc))
-        _rollback(ctx.log)
+        unwritable = cyclic or (ctx.root_moved and holds_cycle(doc))
+        ctx.rollback()
         if isinstance(exc, PatchError) and not unwritable:
             exc.cyclic_patch = cyclic
             raise
         if isinstance(exc, PatchError):
-            raise PatchError("TypeError", _CIRCULAR, cyclic_patch=cyclic) from None
+            raise PatchError("TypeError", CIRCULAR, cyclic_patch=cyclic) from None
         if isinstance(exc, RecursionError):
             message = "Maximum call stack size exceeded"
             raise PatchError("RangeError", message, cyclic_patch=cyclic) from None
         raise PatchError("TypeError", str(exc), cyclic_patch=cyclic) from None
     except BaseException:
-        _rollback(ctx.log)
+        ctx.rollback()
         raise
     if doc is UNDEFINED:
         # The caller keeps the document it had (the reference replaced only its own clone).
-        _rollback(ctx.log)
+        ctx.rollback()
     return doc
-
-
-def deep_clone(value: Any) -> Any:
-    """fast-json-patch's ``_deepClone``: ``JSON.parse(JSON.stringify(value))`` for objects
-    and arrays (functions and undefined dropped, Infinity null), other values as they are."""
-    if type(value) in (dict, list):
-        return _json_copy(value)
-    return None if value is UNDEFINED else value
-
-
-def _json_copy(value: Any) -> Any:
-    kind = type(value)
-    if kind is dict:
-        return {
-            k: _json_copy(v)
-            for k, v in value.items()
-            if v is not UNDEFINED and type(v) is not JSFunction
-        }
-    if kind is list:
-        return [_json_copy(v) for v in value]
-    if value is UNDEFINED or type(value) is JSFunction:
-        return None
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
-
-
-def js_equal(a: Any, b: Any) -> bool:
-    """fast-json-patch's ``_areEquals``: deep, strict about JSON types, numbers as doubles.
-
-    It compares arrays and keys from the back, and calls ``b.hasOwnProperty``, which throws
-    (JSTypeError) when ``b`` has an own ``hasOwnProperty`` key.
-    """
-    if a is b:
-        return True
-    ta, tb = type(a), type(b)
-    if ta is bool or tb is bool:
-        return ta is tb and a == b
-    if _is_number(a) and _is_number(b):
-        x, y = as_double(a), as_double(b)
-        return bool(x == y or (x != x and y != y))  # NaN equals NaN here (`a !== a && ...`)
-    if ta is str or tb is str:
-        return ta is tb and a == b
-    if ta is list and tb is list:
-        return len(a) == len(b) and all(js_equal(a[i], b[i]) for i in range(len(a) - 1, -1, -1))
-    if ta is not dict or tb is not dict:
-        return False
-    keys = js_keys(a)
-    if len(keys) != len(b):
-        return False
-    if keys and "hasOwnProperty" in b and type(b["hasOwnProperty"]) is not JSFunction:
-        raise JSTypeError("b.hasOwnProperty is not a function")
-    keys.reverse()
-    return all(k in b for k in keys) and all(js_equal(a[k], b[k]) for k in keys)
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and type(value) is not bool
 
 
 # -- the walk ---------------------------------------------------------------------------------
@@ -365,7 +314,7 @@ def _validate_against(
         # The reference validates `from` by trying a read on a JSON copy of the document, and
         # ignores every failure of that read except an unresolvable path (so `/array/length`
         # passes). The copy differs only once a function or a cycle was placed.
-        copy = _json_copy_checked(document, ctx) if ctx.exotic() else document
+        copy = json_copy_checked(document, ctx.root_moved) if ctx.exotic() else document
         try:
             _apply(copy, {"op": "_get", "path": op["from"]}, 0, True, _Patching())
         except PatchError as exc:
@@ -441,9 +390,9 @@ def _operate_on_object(
     removed = js_get(obj, key)
     if name == "remove":
         if key in obj:
-            _delete_key(obj, key, ctx)
+            ctx.delete_key(obj, key)
         return removed
-    _set_key(obj, key, op.get("value", UNDEFINED), ctx)
+    ctx.set_key(obj, key, op.get("value", UNDEFINED))
     return removed
 
 
@@ -452,7 +401,7 @@ def _operate_on_array(
 ) -> Any:
     if name == "add":
         if type(key) is int:
-            _insert(array, key, op.get("value", UNDEFINED), ctx)
+            ctx.insert(array, key, op.get("value", UNDEFINED))
         return None
     if name == "remove":
         # splice(key, 1): a non-numeric key (only reachable unvalidated) reads as 0.
@@ -460,13 +409,10 @@ def _operate_on_array(
         start = max(len(array) + start, 0) if start < 0 else start
         if start >= len(array):
             return UNDEFINED
-        removed = array.pop(start)
-        ctx.log.append((_undo_pop, array, start, removed))
-        return removed
+        return ctx.pop(array, start)
     if type(key) is int and 0 <= key < len(array):
         removed = array[key]
-        array[key] = op.get("value", UNDEFINED)
-        ctx.log.append((_undo_item, array, key, removed))
+        ctx.set_item(array, key, op.get("value", UNDEFINED))
         return removed
     return UNDEFINED
 
@@ -475,7 +421,7 @@ def _move(op: JSONObject, doc: Any, index: int, ctx: _Patching) -> Any:
     # The reference reads the target first (which may throw) and copies what is there.
     target = _pointer_value(doc, op["path"])
     if ctx.exotic() and js_truthy(target):
-        _json_copy_checked(target, ctx)  # a cycle in it throws
+        json_copy_checked(target, ctx.root_moved)  # a cycle in it throws
     # From the root, the "removed" value is the document itself, added into one of its own
     # children: a cycle, which a later operation may still undo.
     ctx.root_moved = ctx.root_moved or op["from"] == ""
@@ -521,120 +467,14 @@ def _as_copied(doc: Any, ctx: _Patching) -> None:
         items = container.items() if type(container) is dict else enumerate(container)
         for key, value in list(items):
             if isinstance(value, float) and not math.isfinite(value):
-                ctx.log.append((_undo_item, container, key, value))
-                container[key] = None
+                ctx.set_item(container, key, None)
             elif type(value) in (dict, list):
                 stack.append(value)
 
 
-def _json_copy_checked(value: Any, ctx: _Patching) -> Any:
-    """``deep_clone``, which throws where JSON.stringify meets a cycle."""
-    if ctx.root_moved and _cyclic(value):
-        raise JSTypeError(_CIRCULAR)
-    return deep_clone(value)
-
-
 def _check_clonable(doc: Any) -> None:
     """UnclonableResult if ``doc`` holds a function (the first a clone meets) or a cycle."""
-    if _walk(doc, functions=True):
-        raise UnclonableResult(_first_function(doc, set()))
-    if _walk(doc, functions=False):
+    if holds_function(doc):
+        raise UnclonableResult(first_function(doc))
+    if holds_cycle(doc):
         raise UnclonableResult(None)
-
-
-def _first_function(value: Any, seen: set[int]) -> JSFunction | None:
-    """The function a structured clone meets first: own keys in order, depth first."""
-    if type(value) is JSFunction:
-        return value
-    if type(value) not in (dict, list) or id(value) in seen:
-        return None
-    seen.add(id(value))
-    children = [value[k] for k in js_keys(value)] if type(value) is dict else value
-    return next((f for f in (_first_function(c, seen) for c in children) if f), None)
-
-
-def _cyclic(value: Any) -> bool:
-    return _walk(value, functions=False)
-
-
-def _walk(value: Any, *, functions: bool) -> bool:
-    """Whether ``value`` holds a function (``functions``) or an object inside itself."""
-    if type(value) is JSFunction:
-        return functions
-    ancestors: set[int] = set()
-    stack: list[tuple[Any, bool]] = [(value, True)]
-    while stack:
-        item, entering = stack.pop()
-        if not entering:
-            ancestors.discard(id(item))
-            continue
-        if type(item) not in (dict, list):
-            if functions and type(item) is JSFunction:
-                return True
-            continue
-        if id(item) in ancestors:
-            if not functions:
-                return True
-            continue
-        ancestors.add(id(item))
-        stack.append((item, False))
-        children = item.values() if type(item) is dict else item
-        stack.extend((child, True) for child in children)
-    return False
-
-
-# -- in-place edits and their undo ------------------------------------------------------------
-
-
-def _set_key(obj: JSONObject, key: str, value: Any, ctx: _Patching) -> None:
-    if value is UNDEFINED:  # a property holding undefined serializes as absent
-        if key in obj:
-            _delete_key(obj, key, ctx)
-        return
-    if key in obj:
-        ctx.log.append((_undo_item, obj, key, obj[key]))
-    else:
-        ctx.log.append((_undo_new_key, obj, key, None))
-    obj[key] = value
-
-
-def _delete_key(obj: JSONObject, key: str, ctx: _Patching) -> None:
-    position = len(obj) - 1 if next(reversed(obj)) == key else list(obj).index(key)
-    ctx.log.append((_undo_deleted_key, obj, key, (position, obj.pop(key))))
-
-
-def _insert(array: list[Any], position: int, value: Any, ctx: _Patching) -> None:
-    size = len(array)
-    actual = min(max(size + position, 0) if position < 0 else position, size)
-    array.insert(actual, None if value is UNDEFINED else value)
-    ctx.log.append((_undo_insert, array, actual, None))
-
-
-def _rollback(log: list[tuple[Any, ...]]) -> None:
-    for undo, container, key, value in reversed(log):
-        undo(container, key, value)
-
-
-def _undo_item(container: Any, key: Any, value: Any) -> None:
-    container[key] = value
-
-
-def _undo_new_key(container: JSONObject, key: str, _: Any) -> None:
-    del container[key]
-
-
-def _undo_deleted_key(container: JSONObject, key: str, saved: tuple[int, Any]) -> None:
-    # Put the key back where it was, so a failed patch leaves even the key order untouched.
-    position, value = saved
-    items = list(container.items())
-    items.insert(position, (key, value))
-    container.clear()
-    container.update(items)
-
-
-def _undo_insert(container: list[Any], position: int, _: Any) -> None:
-    del container[position]
-
-
-def _undo_pop(container: list[Any], position: int, value: Any) -> None:
-    container.insert(position, value)

@@ -9,13 +9,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Final
 
 from recorder.reference import JSONObject
-from recorder.reference.patch import (
-    UNDEFINED,
-    PatchError,
-    UnclonableResult,
-    apply_patch,
-    deep_clone,
-)
+from recorder.reference.jsclone import deep_clone
+from recorder.reference.patch import UNDEFINED, PatchError, UnclonableResult, apply_patch
 from recorder.reference.state import RunFails
 
 if TYPE_CHECKING:

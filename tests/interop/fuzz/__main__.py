@@ -15,7 +15,8 @@ from typing import Any
 from recorder.wire.jsontext import printable
 from tests.interop.fuzz import Report, run_batch, trial_of
 from tests.interop.fuzz.judge import Disagreement, compare, reference
-from tests.interop.fuzz.streams import Case, Raw
+from tests.interop.fuzz.streams import Case
+from tests.interop.fuzz.values import Raw
 
 
 def minimize(case: Case, kind: str, seed: int) -> Case:

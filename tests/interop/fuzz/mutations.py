@@ -11,7 +11,8 @@ import json
 import random
 from typing import Any
 
-from tests.interop.fuzz.streams import BEYOND_DOUBLE, BIG_INTEGERS, HALVES, Case, Raw
+from tests.interop.fuzz.streams import Case
+from tests.interop.fuzz.values import BEYOND_DOUBLE, BIG_INTEGERS, HALVES, Raw
 
 TYPES = [
     "RUN_STARTED",
