@@ -2,10 +2,11 @@
 
 The reference (``@ag-ui/client@1.0.0``, ``src/verify/verify.ts``) is an RxJS operator that
 errors the stream at the first violation. A recorder wants every problem, so `Verifier`
-records a `Violation`, leaves the offending event's effect out of its state and goes on
-checking. Up to and including the first violation the two agree exactly, error text included;
-``tests/reference/test_verify_interop.py`` holds this port to the real client. The checks that
-need no state, and the texts, are in ``recorder.reference.verify_fields``.
+answers each event with its `Violation`, leaves the offending event's effect out of its
+state and goes on checking. Up to and including the first violation the two agree exactly,
+error text included; ``tests/reference/test_verify_interop.py`` holds this port to the real
+client. The checks that need no state, and the texts, are in
+``recorder.reference.verify_fields``.
 
 Like the reference it checks events that went through the earlier stages
 (``recorder.reference``; ``recorder.reference.check`` runs them all): ``*_CHUNK`` events and
@@ -72,13 +73,11 @@ class Verifier:
         "_subagents",
         "_text",
         "_tools",
-        "_violations",
     )
 
     def __init__(self) -> None:
         self._seen = 0  # events fed so far: the next event's index
         self._keys = MapKeys()  # ids as a JavaScript Map would key them
-        self._violations: list[Violation] = []
         self._first_seen = False
         self._run_started = False
         self._run_finished = False
@@ -100,10 +99,6 @@ class Verifier:
         self._steps: dict[Key, dict[Key, None]] = {}
         self._subagents: dict[str, None] = {}
         self._closed_subagents: dict[str, None] = {}
-
-    @property
-    def violations(self) -> list[Violation]:
-        return list(self._violations)
 
     def knows(self, entity: str) -> bool:
         """Whether the stream has used ``entity`` as an id of anything yet (in this run)."""
@@ -129,9 +124,7 @@ class Verifier:
     # -- the pipeline: run-level pre-checks, null checks, then the per-type rule ---------------
 
     def _record(self, index: int, kind: str | None, message: str) -> Violation:
-        violation = Violation(index, kind, message)
-        self._violations.append(violation)
-        return violation
+        return Violation(index, kind, message)
 
     def _check(self, event: JSONObject, kind: str) -> str | None:
         message = self._lifecycle_error(kind) or null_error(event, kind)
