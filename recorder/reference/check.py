@@ -8,16 +8,22 @@ report false ones (a TEXT_MESSAGE_CHUNK pair is valid). ``StreamCheck`` runs the
 Its reducer can fail the run too, on state patches whose result it cannot clone (a function)
 or a state it cannot copy (a cycle): ``StreamCheck`` keeps the state (``recorder.reference
 .state``) to find those. The rest of the reducer only warns, and is the fold's business.
+
+Only a patch that moves the root or reads a prototype member can lead there, so the state is
+brought up to date when one comes: the patches before it wait (a snapshot drops them), up to
+a bound, which keeps a stream of ordinary patches nearly free to check.
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterable
 from typing import Final
 
 from recorder.reference import Frame, JSONObject, JSONValue
 from recorder.reference.enforce import KNOWN_TYPES
 from recorder.reference.inbound import Handler, Inbound
+from recorder.reference.jsprototypes import CONSTRUCTORS, PROTOTYPES, JSFunction
 from recorder.reference.patch import PatchError, UnclonableResult
 from recorder.reference.state import RunFails, StateDocument
 from recorder.reference.verify import Verifier, Violation
@@ -34,7 +40,7 @@ class StreamCheck(Inbound):
 
     def __init__(self, state: JSONValue = None) -> None:
         super().__init__(_CHECKS)
-        self._state = StateDocument({} if state is None else state)
+        self._state = _DeferredState({} if state is None else state)
         self._verifier = Verifier()
         self._failed = -1  # the last frame that failed: the reference stops reading it there
         self.violations: list[Violation] = []
@@ -76,6 +82,53 @@ class StreamCheck(Inbound):
         # Half a surrogate pair in an id would make the text unwritable: it is escaped.
         self._failed = index
         self.violations.append(Violation(index, kind, printable(message)))
+
+
+class _DeferredState:
+    """A StateDocument whose ordinary patches wait until one that could fail the run comes."""
+
+    __slots__ = ("document", "waiting")
+
+    def __init__(self, value: JSONValue) -> None:
+        self.document = StateDocument(value)
+        self.waiting: list[JSONValue] = []
+
+    def snapshot(self, value: JSONValue) -> None:
+        self.document.snapshot(value)
+        self.waiting.clear()
+
+    def delta(self, patch: JSONValue, *, plain: bool) -> None:
+        """StateDocument.delta's outcome; RunFails only ever from the patch given."""
+        if not self.document.cyclic and not _exotic(patch):
+            self.waiting.append(patch)
+            if len(self.waiting) < _WAITING:
+                return
+            patch = self.waiting.pop()
+        for waiting in self.waiting:  # none of them can fail the run
+            with contextlib.suppress(PatchError):
+                self.document.delta(waiting, plain=plain)
+        self.waiting.clear()
+        self.document.delta(patch, plain=plain)
+
+
+_WAITING: Final = 64
+_FUNCTION_NAMES: Final = frozenset(
+    name
+    for members in (*PROTOTYPES.values(), *(c.members for c in CONSTRUCTORS.values()))
+    for name, value in members.items()
+    if type(value) is JSFunction
+)
+
+
+def _exotic(patch: JSONValue) -> bool:
+    """Whether ``patch`` moves the root or reads through a prototype member (a function)."""
+    for op in patch if type(patch) is list else ():
+        source = op.get("from") if type(op) is dict and op.get("op") in ("move", "copy") else None
+        if type(source) is str and (
+            source == "" or any(key in _FUNCTION_NAMES for key in source.split("/"))
+        ):
+            return True
+    return False
 
 
 _CHECKS: Final[dict[str, Handler]] = {

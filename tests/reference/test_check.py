@@ -151,3 +151,25 @@ def test_literals_orjson_refuses_pass_as_they_do_in_the_client() -> None:
         orjson.dumps(RF),
     ]
     assert verify_frames(frames) == []
+
+
+@pytest.mark.parametrize("ordinary", [1, 63, 64, 65, 200])
+def test_ordinary_patches_that_wait_still_decide_a_later_one(ordinary: int) -> None:
+    # The check leaves ordinary patches waiting until one reads a prototype member; that
+    # one must see every patch before it, however many waited, and only those that applied.
+    counting = [delta({"op": "add", "path": f"/n{i}", "value": i}) for i in range(ordinary)]
+    refused = delta(
+        {"op": "add", "path": "/k", "value": 1}, {"op": "test", "path": "/n0", "value": -1}
+    )
+    last = f"/n{ordinary - 1}"
+    survives = delta(
+        {"op": "copy", "from": "/toString", "path": "/f"},
+        {"op": "test", "path": last, "value": ordinary - 1},
+    )
+    undone = delta(
+        {"op": "copy", "from": "/toString", "path": "/f"},
+        {"op": "test", "path": "/k", "value": 1},  # /k never applied: this patch fails
+    )
+    assert verify_frames([RS, *counting, refused, undone, RF]) == []
+    found = verify_frames([RS, *counting, refused, survives, RF])
+    assert [v.index for v in found] == [ordinary + 2]
