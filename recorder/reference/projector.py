@@ -26,6 +26,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+import orjson
+
 from recorder.errors import InputError
 from recorder.reference import Frame, JSONObject, JSONValue
 from recorder.reference.chunks import ChunkLanes
@@ -101,7 +103,11 @@ class Projector(Inbound):
             start = parse(written)
             settle = may_hold_long_integers(written) or b"1e400" in written
         else:
-            settle = True
+            # Writing is a C pass, walking a Python one: walk only what may need it.
+            try:
+                settle = may_hold_long_integers(orjson.dumps(start))
+            except TypeError:  # Infinity, half a surrogate pair, an integer past 64 bits
+                settle = True
         if settle:
             self._slow = _settled(start) or self._slow
         self.messages = MessageList(start[0])
@@ -114,9 +120,13 @@ class Projector(Inbound):
         if type(messages) not in (list, tuple):
             self.problem(-1, None, _INPUT_PROBLEM.format(what="messages is not an array"))
             return []
-        items = [dict(m) if isinstance(m, Mapping) and type(m) is not dict else m for m in messages]
+        items = list(messages)
         for position, message in enumerate(items):
-            if type(message) is not dict:
+            if type(message) is dict:
+                continue
+            if isinstance(message, Mapping):
+                items[position] = dict(message)
+            else:
                 what = f"messages[{position}] is not an object"
                 self.problem(-1, None, _INPUT_PROBLEM.format(what=what))
         return items
