@@ -1,52 +1,111 @@
-"""One Settings object: environment (``RECORDER_*``), an optional TOML file, then flags."""
+"""One Settings object, from three sources: flags > environment (``RECORDER_*``) > a TOML file.
+
+Each setting takes the value of the highest source that gives it. ``agents`` is the one
+mapping: sources merge name by name, so ``--agent extra=URL`` adds to the file's agents and
+an agent named in the environment replaces the file's agent of that name.
+
+A name the recorder does not know is an error naming it, in the file and in the
+environment alike (a misspelt ``RECORDER_DURABILTY`` silently ignored would leave the
+recorder running with a guarantee its operator turned off).
+"""
 
 from __future__ import annotations
 
+import json
+import os
 import tomllib
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, field_validator
-from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic_settings import (
+    BaseSettings,
+    NoDecode,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
 from pydantic_settings.exceptions import SettingsError
 
 from recorder.errors import ConfigError
 
 DEFAULT_DB = "sqlite+aiosqlite:///recorder.db"
+ENV_PREFIX = "RECORDER_"
 
 
-def parse_agents(specs: list[str] | str | dict[str, str] | None) -> dict[str, str]:
-    """``NAME=URL`` specs (a list, or one comma-separated string) as a mapping."""
+ForkStrategy = Literal["new-thread", "same-thread"]
+
+
+class AgentConfig(BaseModel):
+    """One agent behind the proxy, as the server's configuration names it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    url: str
+    # How a fork reaches this agent. "new-thread": the branch is a new thread, right for
+    # agents that keep their own memory per thread (most do) and harmless for the rest;
+    # "same-thread": the branch posts the history on the parent's thread with parentRunId,
+    # right only for agents that rebuild everything from the posted messages.
+    fork: ForkStrategy = "new-thread"
+
+    @field_validator("url")
+    @classmethod
+    def _http(cls, url: str) -> str:
+        if not url.startswith(("http://", "https://")):
+            raise ValueError(f"the upstream URL must be http(s), got {url!r}")
+        return url
+
+
+def parse_agents(specs: Any) -> dict[str, dict[str, Any]]:
+    """Agents from ``NAME=URL`` specs (a list, or one comma-separated string), a JSON
+    object, or a mapping of names to URLs or to tables; each as a plain table, so that
+    sources merge per agent and per field."""
     if specs is None:
         return {}
+    if isinstance(specs, str) and specs.lstrip().startswith("{"):
+        try:
+            specs = json.loads(specs)
+        except ValueError as exc:
+            raise ConfigError(f"agents: not a JSON object ({exc})") from exc
     if isinstance(specs, dict):
         items = list(specs.items())
+    elif isinstance(specs, (str, list, tuple)):
+        items = list(_name_url_pairs(specs.split(",") if isinstance(specs, str) else specs))
     else:
-        parts = specs.split(",") if isinstance(specs, str) else specs
-        items = []
-        for part in (p.strip() for p in parts):
-            if not part:
-                continue
-            name, sep, url = part.partition("=")
-            if not sep or not name.strip() or not url.strip():
-                raise ConfigError(f"agent spec {part!r} is not NAME=URL")
-            items.append((name.strip(), url.strip()))
-    agents: dict[str, str] = {}
-    for name, url in items:
-        if not url.startswith(("http://", "https://")):
-            raise ConfigError(f"agent {name!r}: upstream URL must be http(s), got {url!r}")
-        agents[name] = url
+        raise ConfigError(f"agents must be NAME=URL specs or a table, got {specs!r}")
+    agents: dict[str, dict[str, Any]] = {}
+    for name, spec in items:
+        if isinstance(spec, AgentConfig):
+            agents[name] = spec.model_dump()
+        elif isinstance(spec, str):
+            agents[name] = {"url": spec}
+        elif isinstance(spec, dict):
+            agents[name] = dict(spec)
+        else:
+            raise ConfigError(f"agent {name!r}: expected a URL or a table, got {spec!r}")
     return agents
 
 
+def _name_url_pairs(parts: Any) -> Any:
+    for part in (str(p).strip() for p in parts):
+        if not part:
+            continue
+        name, sep, url = part.partition("=")
+        if not sep or not name.strip() or not url.strip():
+            raise ConfigError(f"agent spec {part!r} is not NAME=URL")
+        yield name.strip(), url.strip()
+
+
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="RECORDER_", extra="ignore")
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="forbid")
 
     db: str = DEFAULT_DB
+    # A running recorder that the CLI's commands ask instead of opening the database.
+    url: str | None = None
     host: str = "127.0.0.1"
     port: int = 8000
-    # NAME=URL pairs, comma-separated in the environment (not JSON): parsed by `_agents`.
-    agents: Annotated[dict[str, str], NoDecode] = Field(default_factory=dict)
+    # NAME=URL pairs (comma-separated in the environment) or tables: parsed by `_agents`.
+    agents: Annotated[dict[str, AgentConfig], NoDecode] = Field(default_factory=dict)
     demo_agent: bool = False
     api_token: str | None = None
     # "commit": a frame reaches the client only once it is in the log (group commit).
@@ -71,30 +130,92 @@ class Settings(BaseSettings):
 
     @field_validator("agents", mode="before")
     @classmethod
-    def _agents(cls, value: Any) -> dict[str, str]:
+    def _agents(cls, value: Any) -> dict[str, dict[str, Any]]:
         return parse_agents(value)
 
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        sources: list[PydanticBaseSettingsSource] = [
+            _AgentsByName(init_settings),
+            _AgentsByName(env_settings),
+        ]
+        if settings_cls.model_config.get("toml_file"):
+            sources.append(_TomlFile(settings_cls))
+        return tuple(sources)
 
-def load_settings(config_file: str | None = None, **overrides: Any) -> Settings:
-    """Settings from the environment, a TOML file (its keys as in ``Settings``), and overrides."""
-    values: dict[str, Any] = {}
+
+def _agents_as_mapping(values: dict[str, Any]) -> dict[str, Any]:
+    """``agents`` as a mapping, so that the sources' agents merge by name (pydantic-settings
+    merges mappings key by key, and replaces every other value)."""
+    if "agents" not in values:
+        return values
+    return {**values, "agents": parse_agents(values["agents"])}
+
+
+class _AgentsByName(PydanticBaseSettingsSource):
+    def __init__(self, source: PydanticBaseSettingsSource) -> None:
+        super().__init__(source.settings_cls)
+        self._source = source
+
+    def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:
+        return self._source.get_field_value(field, field_name)
+
+    def __call__(self) -> dict[str, Any]:
+        return _agents_as_mapping(self._source())
+
+
+class _TomlFile(TomlConfigSettingsSource):
+    def __call__(self) -> dict[str, Any]:
+        return _agents_as_mapping(super().__call__())
+
+
+def load_settings(config_file: str | None = None, **flags: Any) -> Settings:
+    """Settings from the flags given (None: not given), the environment and a TOML file."""
+    check_environment(os.environ)
+    settings_cls: type[Settings] = Settings
     if config_file:
         path = Path(config_file)
         try:
-            values.update(tomllib.loads(path.read_text()))
-        except (OSError, tomllib.TOMLDecodeError) as exc:
+            tomllib.loads(path.read_text())
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
             raise ConfigError(f"cannot read config file {path}: {exc}") from exc
-    values.update({k: v for k, v in overrides.items() if v is not None})
+        config = SettingsConfigDict(**{**Settings.model_config, "toml_file": path})
+        settings_cls = type("Settings", (Settings,), {"model_config": config})
     try:
-        env = Settings()
-    except (SettingsError, ValueError) as exc:
-        raise ConfigError(f"invalid RECORDER_* environment: {exc}") from exc
-    merged = {**env.model_dump(exclude_unset=True), **values}
-    if "agents" in values and env.agents:
-        merged["agents"] = {**env.agents, **parse_agents(values["agents"])}
-    try:
-        return Settings(**merged)
-    except ConfigError:
-        raise
-    except ValueError as exc:
-        raise ConfigError(str(exc)) from exc
+        return settings_cls(**{k: v for k, v in flags.items() if v is not None})
+    except ValidationError as exc:
+        raise ConfigError(_explain(exc, config_file)) from exc
+    except SettingsError as exc:
+        raise ConfigError(f"invalid settings: {exc}") from exc
+
+
+def check_environment(environ: dict[str, str] | os._Environ[str]) -> None:
+    """Refuse a ``RECORDER_*`` variable that names no setting."""
+    known = {ENV_PREFIX + name.upper() for name in Settings.model_fields}
+    unknown = sorted(
+        k for k in environ if k.upper().startswith(ENV_PREFIX) and k.upper() not in known
+    )
+    if unknown:
+        raise ConfigError(
+            f"unknown environment variable {', '.join(unknown)}: "
+            f"the settings are {', '.join(sorted(known))}"
+        )
+
+
+def _explain(exc: ValidationError, config_file: str | None) -> str:
+    problems = []
+    for error in exc.errors():
+        name = ".".join(str(part) for part in error["loc"]) or "settings"
+        if error["type"] == "extra_forbidden":
+            where = f" in config file {config_file}" if config_file else ""
+            problems.append(f"unknown setting {name!r}{where}")
+        else:
+            problems.append(f"setting {name!r}: {error['msg']}")
+    return "; ".join(problems)

@@ -6,7 +6,7 @@ import os
 import shutil
 import socket
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import asyncpg
@@ -15,9 +15,13 @@ import pytest
 from recorder.store import EventStore, open_store
 
 CI = os.environ.get("CI", "").lower() == "true"
-PG_ADMIN = os.environ.get("RECORDER_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
+PG_ADMIN = os.environ.get("AGUI_RECORDER_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
 ROOT = Path(__file__).resolve().parents[1]
 INTEROP = ROOT / "tests" / "interop"
+# Recorded AG-UI traffic: the project's own (always present), and the .NET SDK's baselines,
+# an optional extra beside the repository that tests use only where it is present.
+VECTORS = ROOT / "tests" / "vectors"
+DOTNET_VECTORS = ROOT.parent / "shared" / "vectors" / "ag-ui-dotnet-baselines"
 
 
 def require(available: bool, what: str) -> None:
@@ -103,7 +107,7 @@ async def store(db_url: str) -> AsyncIterator[EventStore]:
 
 
 @pytest.fixture
-def vectors() -> Iterator[Path]:
-    path = ROOT.parent / "shared" / "vectors" / "ag-ui-dotnet-baselines"
-    require(path.is_dir(), f"test vectors at {path}")
-    yield path
+def vectors() -> list[Path]:
+    """The folders of recorded traffic on this machine: the project's, then the optional
+    .NET baselines where present (their absence is never a failure, CI included)."""
+    return [VECTORS, *([DOTNET_VECTORS] if DOTNET_VECTORS.is_dir() else [])]

@@ -8,8 +8,11 @@ import os
 import socket
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
 from typing import Any
 
+import httpx
+import orjson
 import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -19,6 +22,7 @@ from starlette.routing import Route
 from recorder.api import create_app
 from recorder.config import Settings
 from recorder.demo_agent import create_demo_app
+from recorder.wire.sse import FrameSplitter
 from tests.conftest import INTEROP
 
 
@@ -87,8 +91,88 @@ def sse(chunks: list[bytes], *, delay: float = 0.0, then: Exception | None = Non
     return StreamingResponse(body(), media_type="text/event-stream")
 
 
+def sse_data(raw: bytes) -> list[bytes]:
+    """The ``data`` of each frame of an SSE body, joined as the spec joins its lines.
+
+    Deliberately independent of the recorder's own framing code, which is under test."""
+    data = []
+    for block in raw.replace(b"\r\n", b"\n").split(b"\n\n"):
+        lines = [line for line in block.split(b"\n") if line.startswith(b"data:")]
+        if lines:
+            data.append(b"\n".join(line[6:] if line[5:6] == b" " else line[5:] for line in lines))
+    return data
+
+
+@dataclass
+class Exchange:
+    """One request as it reached an agent, and the agent's answer, byte for byte."""
+
+    request: bytes
+    status: int
+    response: bytes = b""
+
+    def body(self) -> Any:
+        return json.loads(self.request)
+
+    def frames(self) -> list[bytes]:
+        return sse_data(self.response)
+
+
+@dataclass
+class Tee:
+    """A pass-through in front of an agent that keeps a copy of both directions, so a test
+    can compare what the agent really sent with what the recorder stored."""
+
+    upstream: str
+    exchanges: list[Exchange] = field(default_factory=list)
+
+    def by_run(self, run_id: str) -> Exchange:
+        (found,) = [e for e in self.exchanges if e.body().get("runId") == run_id]
+        return found
+
+    def app(self) -> Starlette:
+        async def forward(request: Request) -> Response:
+            body = await request.body()
+            headers = {k: v for k, v in request.headers.items() if k in ("content-type", "accept")}
+            client = httpx.AsyncClient(timeout=60, trust_env=False)
+            answer = await client.send(
+                client.build_request("POST", self.upstream, content=body, headers=headers),
+                stream=True,
+            )
+            exchange = Exchange(body, answer.status_code)
+            self.exchanges.append(exchange)
+
+            async def relay() -> AsyncIterator[bytes]:
+                try:
+                    async for chunk in answer.aiter_raw():
+                        exchange.response += chunk
+                        yield chunk
+                finally:
+                    await answer.aclose()
+                    await client.aclose()
+
+            return StreamingResponse(
+                relay(),
+                status_code=answer.status_code,
+                media_type=answer.headers.get("content-type"),
+            )
+
+        return Starlette(routes=[Route("/", forward, methods=["POST"])])
+
+
 async def node_client(mode: str, url: str, payload: dict[str, Any]) -> dict[str, Any]:
     """Run the real @ag-ui/client HttpAgent against ``url``; its view of the run."""
+    result: dict[str, Any] = await _client_mjs(mode, url, payload)
+    return result
+
+
+async def node_conversation(url: str, conversation: dict[str, Any]) -> list[dict[str, Any]]:
+    """Drive a multi-turn conversation with one real HttpAgent; its view after each turn."""
+    turns: list[dict[str, Any]] = await _client_mjs("conversation", url, conversation)
+    return turns
+
+
+async def _client_mjs(mode: str, url: str, payload: dict[str, Any]) -> Any:
     proc = await asyncio.create_subprocess_exec(
         "node",
         str(INTEROP / "client.mjs"),
@@ -102,8 +186,7 @@ async def node_client(mode: str, url: str, payload: dict[str, Any]) -> dict[str,
     )
     out, err = await asyncio.wait_for(proc.communicate(json.dumps(payload).encode()), 120)
     assert proc.returncode == 0, err.decode()
-    result: dict[str, Any] = json.loads(out)
-    return result
+    return json.loads(out)
 
 
 async def project_oracle(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -125,3 +208,51 @@ async def project_oracle(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def view(state: dict[str, Any]) -> dict[str, Any]:
     """What a frontend shows: messages, state, pending interrupts."""
     return {k: state[k] for k in ("messages", "state", "pendingInterrupts")}
+
+
+def user(text: str, mid: str) -> dict[str, Any]:
+    return {"id": mid, "role": "user", "content": text}
+
+
+async def post_run(
+    client: httpx.AsyncClient, url: str, body: dict[str, Any]
+) -> list[dict[str, Any]]:
+    async with client.stream("POST", url, json=body) as response:
+        assert response.status_code == 200, await response.aread()
+        raw = await response.aread()
+    splitter = FrameSplitter()
+    return [orjson.loads(f.data) for f in splitter.feed(raw) + splitter.close()]
+
+
+async def conversation(client: httpx.AsyncClient, rec: str, thread: str, **props: Any) -> list[str]:
+    """Three runs as a frontend drives them: a chat turn, an interrupt, its resume."""
+    runs: list[str] = []
+
+    async def turn(run: str, text: str | None, **extra: Any) -> list[dict[str, Any]]:
+        state = (
+            (await client.get(f"{rec}/threads/{thread}/state")).json()
+            if runs
+            else {"messages": [], "state": {}}
+        )
+        messages = list(state["messages"])
+        if text is not None:
+            messages.append(user(text, f"{run}-u"))
+        body = {
+            "threadId": thread,
+            "runId": run,
+            "messages": messages,
+            "state": state["state"],
+            **extra,
+        }
+        if props:
+            body["forwardedProps"] = {"demo": props}
+        runs.append(run)
+        return await post_run(client, f"{rec}/agents/demo", body)
+
+    await turn(f"{thread}-r1", "What's the weather?")
+    finished = await turn(f"{thread}-r2", "delete report.txt please")
+    interrupt = finished[-1]["outcome"]["interrupts"][0]
+    await turn(
+        f"{thread}-r3", None, resume=[{"interruptId": interrupt["id"], "status": "resolved"}]
+    )
+    return runs

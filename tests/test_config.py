@@ -7,36 +7,89 @@ from pathlib import Path
 import httpx
 import pytest
 
-from recorder.config import Settings, load_settings, parse_agents
+from recorder.config import AgentConfig, Settings, load_settings, parse_agents
 from recorder.errors import ConfigError
 from tests.servers import free_port, serving
 
 
 def test_agents_from_specs() -> None:
-    assert parse_agents(["a=http://x/1", " b = https://y/2 "]) == {
-        "a": "http://x/1",
-        "b": "https://y/2",
+    settings = Settings(agents=["a=http://x/1", " b = https://y/2 "])
+    assert settings.agents == {
+        "a": AgentConfig(url="http://x/1"),
+        "b": AgentConfig(url="https://y/2"),
     }
-    assert parse_agents("a=http://x,b=http://y") == {"a": "http://x", "b": "http://y"}
-    for bad in (["nourl"], ["=http://x"], ["a=ftp://x"]):
+    assert Settings(agents="a=http://x,b=http://y").agents == {
+        "a": AgentConfig(url="http://x"),
+        "b": AgentConfig(url="http://y"),
+    }
+    as_json = '{"a": {"url": "http://x", "fork": "same-thread"}}'
+    assert Settings(agents=as_json).agents["a"].fork == "same-thread"
+    for bad in (["nourl"], ["=http://x"], "{not json", 42):
         with pytest.raises(ConfigError):
             parse_agents(bad)
+    with pytest.raises(ValueError, match="must be http"):
+        Settings(agents=["a=ftp://x"])
+    with pytest.raises(ValueError, match="fork"):
+        Settings(agents={"a": {"url": "http://x", "fork": "sideways"}})
 
 
-def test_environment_file_and_flags(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("RECORDER_AGENTS", "env=http://127.0.0.1:1/")
-    monkeypatch.setenv("RECORDER_DURABILITY", "buffered")
+def test_flags_over_environment_over_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     config = tmp_path / "recorder.toml"
-    config.write_text('port = 9001\nagents = ["file=http://127.0.0.1:2/"]\n')
-    settings = load_settings(str(config), db="sqlite+aiosqlite:///x.db")
-    assert settings.port == 9001 and settings.durability == "buffered"
-    assert settings.agents == {"env": "http://127.0.0.1:1/", "file": "http://127.0.0.1:2/"}
-    assert settings.db == "sqlite+aiosqlite:///x.db"
+    config.write_text('port = 9001\nidle_timeout = 5\ndurability = "buffered"\n')
+    monkeypatch.setenv("RECORDER_PORT", "9002")
+    monkeypatch.setenv("RECORDER_IDLE_TIMEOUT", "6")
+    settings = load_settings(str(config), port=9003)
+    assert settings.port == 9003  # the flag, over the environment and the file
+    assert settings.idle_timeout == 6  # the environment, over the file
+    assert settings.durability == "buffered"  # the file, over the default
     assert settings.host == "127.0.0.1"  # never all interfaces unless asked
+
+
+def test_agents_merge_by_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    config = tmp_path / "recorder.toml"
+    config.write_text('agents = ["file=http://127.0.0.1:2/", "both=http://127.0.0.1:3/file"]\n')
+    monkeypatch.setenv("RECORDER_AGENTS", "env=http://127.0.0.1:1/,both=http://127.0.0.1:3/env")
+    settings = load_settings(str(config), agents=["flag=http://127.0.0.1:4/"])
+    assert {name: agent.url for name, agent in settings.agents.items()} == {
+        "file": "http://127.0.0.1:2/",
+        "env": "http://127.0.0.1:1/",
+        "both": "http://127.0.0.1:3/env",
+        "flag": "http://127.0.0.1:4/",
+    }
+    config.write_text(
+        '[agents]\ntable = "http://127.0.0.1:5/"\n'
+        '[agents.graph]\nurl = "http://127.0.0.1:6/"\nfork = "same-thread"\n'
+    )
+    monkeypatch.setenv("RECORDER_AGENTS", "graph=http://127.0.0.1:7/")
+    agents = load_settings(str(config)).agents
+    assert agents["table"] == AgentConfig(url="http://127.0.0.1:5/")
+    # The environment's URL replaces the file's; the file's fork strategy stays.
+    assert agents["graph"] == AgentConfig(url="http://127.0.0.1:7/", fork="same-thread")
+
+
+def test_unknown_names_are_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    config = tmp_path / "recorder.toml"
+    config.write_text('port = 9001\ndurabilty = "buffered"\n')
+    with pytest.raises(ConfigError, match=r"unknown setting 'durabilty' in config file"):
+        load_settings(str(config))
+    monkeypatch.setenv("RECORDER_DURABILTY", "buffered")
+    with pytest.raises(ConfigError, match="unknown environment variable RECORDER_DURABILTY"):
+        load_settings()
+
+
+def test_bad_values_and_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(ConfigError, match="cannot read config file"):
         load_settings(str(tmp_path / "missing.toml"))
+    broken = tmp_path / "broken.toml"
+    broken.write_text("port = = 1\n")
+    with pytest.raises(ConfigError, match="cannot read config file"):
+        load_settings(str(broken))
     monkeypatch.setenv("RECORDER_DURABILITY", "sometimes")
-    with pytest.raises(ConfigError):
+    with pytest.raises(ConfigError, match="setting 'durability'"):
+        load_settings()
+    monkeypatch.delenv("RECORDER_DURABILITY")
+    monkeypatch.setenv("RECORDER_AGENTS", "a=ftp://x")
+    with pytest.raises(ConfigError, match="must be http"):
         load_settings()
 
 
@@ -49,7 +102,9 @@ async def test_serve_mounts_the_demo_agent(sqlite_url: str) -> None:
         serving(app, port) as url,
         httpx.AsyncClient(base_url=url, trust_env=False) as client,
     ):
-        assert (await client.get("/agents")).json() == {"agents": [{"name": "demo"}]}
+        assert (await client.get("/agents")).json() == {
+            "agents": [{"name": "demo", "fork": "new-thread"}]
+        }
         body = {
             "threadId": "t",
             "runId": "r",

@@ -1,9 +1,12 @@
 """The layer rule: imports inside ``recorder`` point one way, down.
 
-    errors <- config, wire <- reference, store <- proxy, timetravel <- runtime <- api <- cli
+    errors <- config, wire, models <- reference, store, client <- proxy, timetravel
+           <- runtime <- api <- cli
 
 A module imports from its own part or from a lower layer; parts that share a layer
-(config and wire, reference and store, proxy and timetravel) do not import each other.
+(config, wire and models; reference, store and client; proxy and timetravel) do not import
+each other. ``models`` (the public shapes) and ``client`` (the client library) sit low so
+that a program using the client never imports FastAPI or a database driver.
 Every import counts, those inside functions too: a lazy import is still a dependency.
 """
 
@@ -20,8 +23,10 @@ LAYERS: dict[str, int] = {
     "errors": 0,
     "config": 1,
     "wire": 1,
+    "models": 1,
     "reference": 2,
     "store": 2,
+    "client": 2,
     "proxy": 3,
     "timetravel": 3,
     "runtime": 4,
@@ -112,6 +117,9 @@ def test_imports_point_down() -> None:
         ("recorder.reference.check", "from ..store import sql"),
         ("recorder.api.runs", "from recorder import cli"),
         ("recorder.demo_agent", "from recorder.wire.sse import encode_frame"),
+        ("recorder.models.runs", "from recorder.wire.events import decode"),
+        ("recorder.client", "from recorder.api.views import JSON"),
+        ("recorder.client.asyncio", "from recorder.store import open_store"),
     ],
 )
 def test_an_upward_import_is_caught(module: str, source: str) -> None:

@@ -10,10 +10,12 @@ from fastapi import FastAPI
 from starlette.types import Receive, Scope, Send
 
 from recorder import __version__
-from recorder.api import agents, runs, threads, web
+from recorder.api import agents, runs, threads, transfer, web
 from recorder.api.deps import install_error_handlers
 from recorder.api.proxy_endpoint import OPENAPI, ProxyEndpoint
-from recorder.config import Settings
+from recorder.api.views import JSON
+from recorder.config import AgentConfig, Settings
+from recorder.models import ErrorDetail, Health
 from recorder.runtime import Runtime
 from recorder.store import EventStore
 
@@ -51,7 +53,12 @@ def create_app(settings: Settings | None = None, *, store: EventStore | None = N
     settings = settings or Settings()
     if settings.demo_agent and "demo" not in settings.agents:
         settings = settings.model_copy(
-            update={"agents": {**settings.agents, "demo": f"http://{_local(settings)}/demo-agent/"}}
+            update={
+                "agents": {
+                    **settings.agents,
+                    "demo": AgentConfig(url=f"http://{_local(settings)}/demo-agent/"),
+                }
+            }
         )
 
     @asynccontextmanager
@@ -72,13 +79,20 @@ def create_app(settings: Settings | None = None, *, store: EventStore | None = N
     app.include_router(agents.router)
     app.include_router(threads.router)
     app.include_router(runs.router)
+    app.include_router(transfer.router)
     app.include_router(web.router)
 
-    @app.get("/healthz", tags=["health"])
-    async def healthz() -> dict[str, Any]:
+    @app.get(
+        "/healthz",
+        tags=["health"],
+        response_model=Health,
+        response_class=JSON,
+        responses={503: {"model": ErrorDetail, "description": "the database is unavailable"}},
+    )
+    async def healthz() -> JSON:
         runtime: Runtime = app.state.runtime
         await runtime.store.max_position()
-        return {"ok": True, "version": __version__, "activeRuns": len(runtime.proxy.active)}
+        return JSON({"ok": True, "version": __version__, "activeRuns": len(runtime.proxy.active)})
 
     document_proxy(app)
     if settings.demo_agent:
@@ -89,7 +103,9 @@ def create_app(settings: Settings | None = None, *, store: EventStore | None = N
 
 
 def document_proxy(app: FastAPI) -> None:
-    """Add the bare proxy endpoint to the OpenAPI document FastAPI builds from its routes."""
+    """Add the bare proxy endpoint to the OpenAPI document FastAPI builds from its routes,
+    and document every error answer as what it is: an ``ErrorDetail`` in JSON (FastAPI
+    would list it under a streaming route's own media type)."""
     build = app.openapi
 
     def openapi() -> dict[str, Any]:
@@ -97,9 +113,23 @@ def document_proxy(app: FastAPI) -> None:
             return app.openapi_schema
         schema = build()  # FastAPI keeps this very dict as app.openapi_schema
         schema["paths"].setdefault("/agents/{name}", {})["post"] = OPENAPI
+        for operations in schema["paths"].values():
+            for operation in operations.values():
+                _errors_as_json(operation["responses"])
         return schema
 
     app.openapi = openapi  # type: ignore[method-assign]
+
+
+_ERROR_CONTENT = {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorDetail"}}}
+
+
+def _errors_as_json(responses: dict[str, dict[str, Any]]) -> None:
+    for code, answer in list(responses.items()):
+        if code[:1] in ("4", "5"):
+            responses[code] = {**answer, "content": _ERROR_CONTENT}
+        for media in answer.get("content", {}).values():
+            media.setdefault("schema", {"type": "string"})  # a stream: text
 
 
 def _local(settings: Settings) -> str:

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response, StreamingResponse
 
 from recorder.api.deps import RuntimeDep, TokenDep
 from recorder.api.proxy_endpoint import SSE_HEADERS, read_body
+from recorder.api.views import ERRORS, JSON, stream_doc
 from recorder.errors import InputError, ThreadNotFound
+from recorder.models import AgentList
 from recorder.proxy.proxy import Relay, Stream, parse_run_input
 from recorder.timetravel.replay import ThreadStream
 
@@ -23,16 +23,24 @@ def respond(result: Relay | Stream) -> Response:
     return StreamingResponse(result.chunks, media_type="text/event-stream", headers=headers)
 
 
-@router.get("/agents", dependencies=[TokenDep])
-async def list_agents(runtime: RuntimeDep) -> dict[str, Any]:
-    return {"agents": [{"name": name} for name in sorted(runtime.settings.agents)]}
+@router.get(
+    "/agents",
+    dependencies=[TokenDep],
+    response_model=AgentList,
+    response_class=JSON,
+    responses=ERRORS,
+)
+async def list_agents(runtime: RuntimeDep) -> JSON:
+    agents = runtime.settings.agents
+    return JSON({"agents": [{"name": name, "fork": agents[name].fork} for name in sorted(agents)]})
 
 
 @router.post(
     "/agents/{name}/connect",
     dependencies=[TokenDep],
     summary="The thread's history as one stream, then its live run",
-    responses={200: {"content": {"text/event-stream": {}}}},
+    response_class=StreamingResponse,
+    responses={**ERRORS, **stream_doc("the thread's history as one AG-UI stream")},
 )
 async def connect(
     name: str,

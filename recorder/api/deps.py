@@ -6,6 +6,7 @@ import hmac
 from typing import Annotated
 
 from fastapi import Depends, FastAPI, HTTPException, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
 from recorder.errors import (
@@ -59,7 +60,26 @@ def status_for(exc: BaseException) -> int:
 
 
 def install_error_handlers(app: FastAPI) -> None:
+    """Every error answers ``{"detail": "one sentence"}`` (``ErrorDetail``), parameters
+    FastAPI rejects included."""
+
     async def handle(_request: Request, exc: Exception) -> JSONResponse:
         return JSONResponse({"detail": str(exc)}, status_code=status_for(exc))
 
+    async def invalid(_request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, RequestValidationError)
+        return JSONResponse({"detail": explain(exc)}, status_code=422)
+
     app.add_exception_handler(RecorderError, handle)
+    app.add_exception_handler(RequestValidationError, invalid)
+
+
+def explain(exc: RequestValidationError) -> str:
+    """FastAPI's list of problems as one sentence (the value given is not echoed back)."""
+    problems = []
+    for error in exc.errors():
+        where, *path = [str(part) for part in error.get("loc", ())] or ["request"]
+        name = ".".join(path)
+        subject = f"{where} {name!r}" if name else where
+        problems.append(f"{subject}: {error.get('msg', 'invalid')}")
+    return "; ".join(problems)

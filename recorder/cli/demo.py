@@ -4,21 +4,32 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import shlex
+import sys
 import uuid
+from pathlib import Path
 from typing import Any
 
 import httpx
 import orjson
 
+from recorder.cli.local import describe_database
+from recorder.cli.render import thread_text, threads_table, transcript
 from recorder.cli.serve import free_port, make_server
-from recorder.config import Settings
+from recorder.client import AsyncRecorderClient
+from recorder.config import AgentConfig, Settings
 
 
 async def run_demo(settings: Settings, *, keep_serving: bool = False) -> int:
     port = settings.port if keep_serving and settings.port else free_port()
     settings = settings.model_copy(update={"port": port, "host": "127.0.0.1", "demo_agent": True})
     settings = settings.model_copy(
-        update={"agents": {**settings.agents, "demo": f"http://127.0.0.1:{port}/demo-agent/"}}
+        update={
+            "agents": {
+                **settings.agents,
+                "demo": AgentConfig(url=f"http://127.0.0.1:{port}/demo-agent/"),
+            }
+        }
     )
     server = make_server(settings)
     task = asyncio.create_task(server.serve())
@@ -31,7 +42,9 @@ async def run_demo(settings: Settings, *, keep_serving: bool = False) -> int:
             await asyncio.sleep(0.05)
         async with httpx.AsyncClient(base_url=base, timeout=30, trust_env=False) as client:
             thread = await _drive(client)
-            print(await _report(client, thread))
+        print(await _report(base, thread))
+        if not keep_serving:
+            print(hints(settings, thread))
         if keep_serving:
             print(
                 f"\nweb timeline at {base}/#/threads/{thread}"
@@ -88,27 +101,51 @@ async def _drive(client: httpx.AsyncClient) -> str:
     return thread
 
 
-async def _report(client: httpx.AsyncClient, thread: str) -> str:
-    from recorder.cli.render import thread_text, threads_table, transcript
-
-    threads = (await client.get("/threads", params={"limit": 5})).json()["threads"]
-    tree = (await client.get(f"/threads/{thread}")).json()
-    state = await _state(client, thread)
-    main = (await client.get(f"/runs/{thread}-run-3/state")).json()
-    interrupted = (await client.get(f"/runs/{thread}-run-2/state")).json()
+async def _report(base: str, thread: str) -> str:
+    async with AsyncRecorderClient(base) as client:
+        threads = (await client.threads(limit=5)).threads
+        tree = await client.thread(thread)
+        now = await client.thread_state(thread)
+        main = await client.run_state(f"{thread}-run-3")
+        interrupted = await client.run_state(f"{thread}-run-2")
     return "\n".join(
         [
             "recorded threads:",
             threads_table(threads),
             "",
-            thread_text(tree, state).replace("conversation now:", "conversation now (the fork):"),
+            thread_text(tree, now).replace("conversation now:", "conversation now (the fork):"),
             "",
             "run-2 ended waiting for a confirmation:",
             *transcript(interrupted)[-3:],
             "",
             "run-3 (resumed, the branch before the fork) shows:",
             *transcript(main),
-            "",
-            f"database: see `recorder threads`, `recorder show {thread}`",
         ]
     )
+
+
+def hints(settings: Settings, thread: str) -> str:
+    """Commands to look again, as they can be pasted: this very program, this database."""
+    cmd = recorder_command()
+    db = shlex.quote(describe_database(settings.db))
+    port = 8000
+    return "\n".join(
+        [
+            "",
+            "look again (the same database):",
+            f"  {cmd} threads --db {db}",
+            f"  {cmd} show {shlex.quote(thread)} --db {db}",
+            f"  {cmd} history {shlex.quote(thread)} --db {db}",
+            "open the web timeline: serve it, then open the address in a browser:",
+            f"  {cmd} serve --demo-agent --port {port} --db {db}",
+            f"  http://127.0.0.1:{port}/#/threads/{thread}",
+        ]
+    )
+
+
+def recorder_command() -> str:
+    """How this program was started (``.venv/bin/recorder`` say), so a hint runs as printed."""
+    invoked = sys.argv[0] if sys.argv else ""
+    if Path(invoked).name == "recorder":
+        return shlex.quote(invoked)
+    return f"{shlex.quote(sys.executable)} -m recorder.cli"

@@ -1,111 +1,161 @@
-"""Readable text for the CLI: thread lists, run trees, transcripts."""
+"""Readable text for the CLI, from the API's models: tables, run trees, transcripts.
+
+JSON values print as JSON; a value that is absent prints as ``-``; table columns are as
+wide as their longest cell, so long ids never break them.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
-from recorder.api.views import run_tree, run_view, thread_view
-from recorder.errors import RunNotFound, ThreadNotFound
-from recorder.runtime import Runtime
-from recorder.store import ThreadFilter
+from recorder.cli.output import json_text
+from recorder.models import (
+    Checkpoint,
+    Event,
+    Run,
+    RunNode,
+    State,
+    Thread,
+    ThreadDetail,
+    Verification,
+)
 
 
-async def threads(
-    runtime: Runtime, agent: str | None, status: str | None, text: str | None, limit: int
+def cell(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, datetime):
+        return value.strftime("%Y-%m-%d %H:%M:%S")
+    if isinstance(value, str):
+        return value
+    return json_text(value, indent=False)
+
+
+def table(
+    headers: Sequence[str], rows: Sequence[Sequence[Any]], *, right: Sequence[int] = ()
 ) -> str:
-    page = await runtime.store.list_threads(
-        ThreadFilter(agent, status, None, None, text), limit=limit
-    )
-    return threads_table([thread_view(t) for t in page.items])
-
-
-def threads_table(rows: list[dict[str, Any]]) -> str:
-    if not rows:
-        return "no threads recorded"
-    lines = [f"{'THREAD':<28} {'AGENT':<10} {'RUNS':>4}  {'STATUS':<11} UPDATED"]
-    for t in rows:
-        lines.append(
-            f"{t['threadId']:<28} {t['agent'] or '-':<10} {t['runCount']:>4}  "
-            f"{t['latestStatus'] or '-':<11} {t['updatedAt']}"
-        )
+    """Columns padded to their widest cell (the last one is left ragged)."""
+    cells = [list(headers), *[[cell(v) for v in row] for row in rows]]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
+    lines = []
+    for row in cells:
+        parts = [
+            text.rjust(width) if i in right else text.ljust(width)
+            for i, (text, width) in enumerate(zip(row, widths, strict=True))
+        ]
+        parts[-1] = parts[-1].rstrip()
+        lines.append("  ".join(parts).rstrip())
     return "\n".join(lines)
 
 
-async def show(runtime: Runtime, ident: str) -> str:
-    store = runtime.store
-    try:
-        thread = await store.get_thread(ident)
-    except ThreadNotFound:
-        try:
-            run = await store.get_run(ident)
-        except RunNotFound:
-            raise ThreadNotFound(ident) from None
-        state = (await runtime.history.project(run)).to_json()
-        return run_text(run_view(run), state)
-    runs = await store.list_runs(ident)
-    latest = await store.get_run(thread.latest_run_id or runs[-1].run_id)
-    state = (await runtime.history.project(latest)).to_json()
-    return thread_text({**thread_view(thread), "runs": run_tree(runs)}, state)
+def threads_table(threads: Sequence[Thread]) -> str:
+    if not threads:
+        return "no threads recorded"
+    rows = [(t.thread_id, t.agent, t.run_count, t.latest_status, t.updated_at) for t in threads]
+    return table(("THREAD", "AGENT", "RUNS", "STATUS", "UPDATED (UTC)"), rows, right=(2,))
 
 
-def thread_text(thread: dict[str, Any], state: dict[str, Any]) -> str:
+def events_table(events: Sequence[Event]) -> str:
+    if not events:
+        return "no events"
+    rows = [(e.seq, e.type or "(not an event)", e.origin, e.recorded_at) for e in events]
+    return table(("SEQ", "TYPE", "ORIGIN", "RECORDED (UTC)"), rows, right=(0,))
+
+
+def thread_text(thread: ThreadDetail, state: State) -> str:
     lines = [
-        f"thread {thread['threadId']}  ({thread['runCount']} runs, agent {thread['agent']})",
+        f"thread {thread.thread_id}  ({thread.run_count} runs, agent {cell(thread.agent)})",
         "",
     ]
-    for root in thread["runs"]:
+    for root in thread.runs:
         _tree(root, "", lines)
     lines += ["", "conversation now:", *transcript(state)]
     return "\n".join(lines)
 
 
-def run_text(run: dict[str, Any], state: dict[str, Any]) -> str:
+def run_text(run: Run, state: State) -> str:
+    parent = cell(run.parent_run_id) + (" (inferred)" if run.parent_inferred else "")
+    if run.parent_seq is not None:
+        parent += f" at seq {run.parent_seq}"
     lines = [
-        f"run {run['runId']}  thread {run['threadId']}  agent {run['agent']}",
-        f"status {run['status']}  outcome {run['outcome']}  events {run['eventCount']}"
-        f"  duration {run['durationMs']} ms",
-        f"parent {run['parentRunId']}" + (" (inferred)" if run["parentInferred"] else ""),
+        f"run {run.run_id}  thread {run.thread_id}  agent {cell(run.agent)}",
+        f"status {run.status}  outcome {cell(run.outcome)}  events {run.event_count}"
+        f"  duration {cell(run.duration_ms)} ms",
+        f"parent {parent}",
     ]
-    if run.get("error"):
-        lines.append(f"error: {run['error']}")
-    for v in run.get("violations") or []:
-        lines.append(f"violation at seq {v.get('seq')}: {v.get('message')}")
+    if run.error:
+        lines.append(f"error: {run.error}")
+    for v in run.violations:
+        lines.append(f"violation at seq {cell(v.seq)}: {v.message}")
     lines += ["", "conversation at its end:", *transcript(state)]
     return "\n".join(lines)
 
 
-def _tree(node: dict[str, Any], indent: str, lines: list[str]) -> None:
+def _tree(node: RunNode, indent: str, lines: list[str]) -> None:
     fork = ""
-    if node["parentSeq"] is not None:
-        fork = f"  forked at seq {node['parentSeq']}"
-    elif node["parentInferred"]:
+    if node.parent_seq is not None:
+        fork = f"  forked at seq {node.parent_seq}"
+    elif node.parent_inferred:
         fork = "  (parent inferred)"
-    lines.append(f"{indent}- {node['runId']}  {node['status']}  {node['eventCount']} events{fork}")
-    for child in node["children"]:
+    lines.append(f"{indent}- {node.run_id}  {node.status}  {node.event_count} events{fork}")
+    for child in node.children:
         _tree(child, indent + "  ", lines)
 
 
-def transcript(state: dict[str, Any]) -> list[str]:
-    lines: list[str] = []
-    for m in state.get("messages", []):
-        role = m.get("role")
-        content = m.get("content")
-        if isinstance(content, list):
-            content = " ".join(str(p.get("text", f"[{p.get('type')}]")) for p in content)
-        if role == "reasoning":
-            lines.append(f"  (thinking) {str(content)[:100]}")
-        elif role == "tool":
-            lines.append(f"  [tool result {m.get('toolCallId')}] {content}")
-        elif role == "activity":
-            lines.append(f"  [activity {m.get('activityType')}]")
-        else:
-            if content:
-                lines.append(f"  {role}: {content}")
-            for call in m.get("toolCalls") or []:
-                fn = call.get("function", {})
-                lines.append(f"  {role} calls {fn.get('name')}({fn.get('arguments')})")
-    if state.get("pendingInterrupts"):
-        for i in state["pendingInterrupts"]:
-            lines.append(f"  ⏸ waiting: {i.get('reason')} {i.get('message') or ''}".rstrip())
-    lines.append(f"  state: {state.get('state')}")
-    return lines
+def state_text(at: State) -> str:
+    point = "its end" if at.seq is None else f"seq {at.seq}"
+    head = f"thread {at.thread_id}  run {cell(at.run_id)}  at {point}"
+    lines = [head, *transcript(at)]
+    for problem in at.problems:
+        lines.append(f"  problem at event {problem.index}: {problem.message}")
+    return "\n".join(lines)
+
+
+def transcript(at: State | Checkpoint) -> list[str]:
+    lines = [_message(m) for m in at.messages]
+    for interrupt in at.pending_interrupts:
+        reason = cell(interrupt.get("reason"))
+        message = interrupt.get("message")
+        lines.append(f"  waiting: {reason}" + (f" {message}" if message else ""))
+    lines.append(f"  state: {json_text(at.state, indent=False)}")
+    return [line for line in lines if line]
+
+
+def _message(m: dict[str, Any]) -> str:
+    role = cell(m.get("role"))
+    content = m.get("content")
+    if isinstance(content, list):
+        content = " ".join(
+            str(p.get("text", f"[{p.get('type')}]")) if isinstance(p, dict) else cell(p)
+            for p in content
+        )
+    if role == "reasoning":
+        return f"  (thinking) {cell(content)[:100]}"
+    if role == "tool":
+        return f"  [tool result {cell(m.get('toolCallId'))}] {cell(content)}"
+    if role == "activity":
+        return f"  [activity {cell(m.get('activityType'))}]"
+    lines = [f"  {role}: {cell(content)}"] if content else []
+    for call in m.get("toolCalls") or []:
+        fn = call.get("function", {}) if isinstance(call, dict) else {}
+        lines.append(f"  {role} calls {cell(fn.get('name'))}({cell(fn.get('arguments'))})")
+    return "\n".join(lines)
+
+
+def history_text(thread_id: str, checkpoints: Sequence[Checkpoint]) -> str:
+    if not checkpoints:
+        return f"thread {thread_id}: no runs"
+    rows = []
+    for c in checkpoints:
+        last = c.messages[-1] if c.messages else {}
+        said = f"{cell(last.get('role'))}: {cell(last.get('content'))}" if last else "-"
+        rows.append((c.run_id, c.boundary, c.seq, c.status, len(c.messages), said[:60]))
+    return table(("RUN", "AT", "SEQ", "STATUS", "MESSAGES", "LAST MESSAGE"), rows, right=(2, 4))
+
+
+def verification_text(report: Verification) -> str:
+    if report.ok:
+        return f"ok: {report.event_count} events"
+    return report.violations[0].message

@@ -1,14 +1,23 @@
-"""Serving the app with uvicorn (uvloop and httptools when installed)."""
+"""Serving the app with uvicorn (uvloop and httptools when installed).
+
+The socket is bound and the database migrated before the server starts, so that a port
+already taken or a database out of reach ends the command with one line, and
+"listening" is printed only once the server accepts connections.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import socket
 
 import uvicorn
 
 from recorder.api import create_app
+from recorder.cli.local import describe_database
 from recorder.config import Settings
+from recorder.errors import RecorderError
+from recorder.store import EventStore, open_store
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -16,6 +25,16 @@ def free_port(host: str = "127.0.0.1") -> int:
         sock.bind((host, 0))
         port: int = sock.getsockname()[1]
         return port
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """A listening socket on ``host:port``, or an error saying why there cannot be one."""
+    try:
+        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+        return socket.create_server((host, port), family=family, backlog=2048)
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        raise RecorderError(f"cannot listen on {host}:{port}: {reason}") from exc
 
 
 def settle_heap() -> None:
@@ -26,9 +45,9 @@ def settle_heap() -> None:
     gc.freeze()
 
 
-def make_server(settings: Settings) -> uvicorn.Server:
+def make_server(settings: Settings, store: EventStore | None = None) -> uvicorn.Server:
     config = uvicorn.Config(
-        create_app(settings),
+        create_app(settings, store=store),
         host=settings.host,
         port=settings.port,
         log_level="warning",
@@ -40,14 +59,33 @@ def make_server(settings: Settings) -> uvicorn.Server:
 
 
 async def serve(settings: Settings) -> None:
-    server = make_server(settings)
+    sock = listen(settings.host, settings.port)
+    try:
+        settings = settings.model_copy(update={"port": sock.getsockname()[1]})
+        store = await open_store(settings.db, migrate=True)
+        try:
+            await _run(make_server(settings, store), settings, sock)
+        finally:
+            await store.close()
+    finally:
+        sock.close()
+
+
+async def _run(server: uvicorn.Server, settings: Settings, sock: socket.socket) -> None:
     settle_heap()
-    agents = ", ".join(f"{n} -> {u}" for n, u in sorted(settings.agents.items())) or "none"
+    task = asyncio.create_task(server.serve(sockets=[sock]))
+    while not server.started:
+        if task.done():
+            await task
+            raise RecorderError("the server stopped while starting")
+        await asyncio.sleep(0.02)
+    agents = ", ".join(f"{n} -> {a.url}" for n, a in sorted(settings.agents.items())) or "none"
     if settings.demo_agent:
         agents = (agents + ", " if agents != "none" else "") + "demo (built in)"
     print(
         f"recorder listening on http://{settings.host}:{settings.port} "
-        f"(database {settings.db}; agents: {agents}; web timeline at /, API docs at /docs)",
+        f"(database {describe_database(settings.db)}; agents: {agents}; "
+        "web timeline at /, API docs at /docs)",
         flush=True,
     )
-    await server.serve()
+    await task

@@ -121,7 +121,7 @@ class Proxy:
 
     def upstream(self, agent: str) -> str:
         try:
-            return self.settings.agents[agent]
+            return self.settings.agents[agent].url
         except KeyError:
             raise AgentNotFound(agent) from None
 

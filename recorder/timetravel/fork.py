@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from recorder.errors import InputError
+from recorder.models import ForkOptions
 from recorder.store import EventStore
 from recorder.timetravel.history import History
 from recorder.wire.events import decode
@@ -29,6 +30,20 @@ class ForkRequest:
     thread_id: str | None = None
     resume: list[dict[str, Any]] | None = None
     forwarded_props: Any = _UNSET
+
+
+def fork_request(options: ForkOptions) -> ForkRequest:
+    """The request from the public options; ``state`` and ``forwardedProps`` only when given."""
+    given = options.model_fields_set
+    return ForkRequest(
+        at_seq=options.at_seq,
+        messages=[m if isinstance(m, dict) else {"content": m} for m in options.messages],
+        run_id=options.run_id,
+        thread_id=options.thread_id,
+        resume=options.resume,
+        **({"state": options.state} if "state" in given else {}),
+        **({"forwarded_props": options.forwarded_props} if "forwarded_props" in given else {}),
+    )
 
 
 @dataclass(frozen=True, slots=True)

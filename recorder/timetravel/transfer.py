@@ -9,7 +9,7 @@ already there only takes the events it lacks.
 from __future__ import annotations
 
 import base64
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterable, AsyncIterator, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,7 +38,14 @@ def _read_bytes(line: dict[str, Any], name: str) -> bytes | None:
     return None if value is None else str(value).encode("utf-8")
 
 
+async def check_threads(store: EventStore, thread_ids: Sequence[str]) -> None:
+    """Raise ``ThreadNotFound`` for the first id that names no thread (before a stream starts)."""
+    for thread_id in thread_ids:
+        await store.get_thread(thread_id)
+
+
 async def export_lines(store: EventStore, thread_ids: Sequence[str]) -> AsyncIterator[bytes]:
+    """Every run of the threads (all threads when none are named), each with its events."""
     if not thread_ids:
         thread_ids = await _all_threads(store)
     for thread_id in thread_ids:
@@ -100,36 +107,103 @@ class ImportReport:
     events_added: int = 0
 
 
-async def import_lines(store: EventStore, lines: Iterable[bytes]) -> ImportReport:
-    report = ImportReport()
-    current: dict[str, Any] | None = None
-    have = 0
-    pending: list[NewEvent] = []
-    for number, raw in enumerate(lines, 1):
-        if not raw.strip():
-            continue
-        try:
-            line = orjson.loads(raw)
-        except orjson.JSONDecodeError as exc:
-            raise InputError(f"line {number}: not JSON ({exc})") from exc
-        kind = line.get("kind") if isinstance(line, dict) else None
+async def split_lines(chunks: AsyncIterable[bytes]) -> AsyncIterator[bytes]:
+    """Lines from a byte stream cut anywhere (an upload read as it arrives)."""
+    rest = b""
+    async for chunk in chunks:
+        lines = (rest + chunk).split(b"\n")
+        rest = lines.pop()
+        for line in lines:
+            yield line
+    if rest:
+        yield rest
+
+
+async def _each(lines: Iterable[bytes] | AsyncIterable[bytes]) -> AsyncIterator[bytes]:
+    if isinstance(lines, AsyncIterable):
+        async for line in lines:
+            yield line
+    else:
+        for line in lines:
+            yield line
+
+
+async def import_lines(
+    store: EventStore, lines: Iterable[bytes] | AsyncIterable[bytes]
+) -> ImportReport:
+    importer = _Importer(store)
+    number = 0
+    try:
+        async for raw in _each(lines):
+            number += 1
+            if raw.strip():
+                await importer.feed(_parse(raw, number), number)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise InputError(f"line {number}: not a line of a recorder export ({exc!r})") from exc
+    await importer.close_run()
+    return importer.report
+
+
+def _parse(raw: bytes, number: int) -> dict[str, Any]:
+    try:
+        line = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise InputError(f"line {number}: not JSON ({exc})") from exc
+    if not isinstance(line, dict):
+        raise InputError(f"line {number}: not a JSON object")
+    return line
+
+
+class _Importer:
+    """Reads an export line by line: a run line opens a run, its event lines follow."""
+
+    def __init__(self, store: EventStore) -> None:
+        self.store = store
+        self.report = ImportReport()
+        self.current: dict[str, Any] | None = None
+        self.have = 0  # events the current run already holds
+        self.pending: list[NewEvent] = []
+
+    async def feed(self, line: dict[str, Any], number: int) -> None:
+        kind = line.get("kind")
         if kind == "run":
-            await _close(store, current, pending, report)
-            pending = []
-            current = line
-            have = await _open_run(store, line, report)
+            await self.close_run()
+            self.current = line
+            self.have = await _open_run(self.store, line, self.report)
         elif kind == "event":
-            if current is None or line.get("runId") != current["runId"]:
+            if self.current is None or line.get("runId") != self.current["runId"]:
                 raise InputError(f"line {number}: an event outside its run")
-            if int(line["seq"]) >= have:
-                pending.append(_event(line))
-                if len(pending) >= _BATCH:
-                    await _flush(store, current, pending, report)
-                    pending = []
+            if int(line["seq"]) >= self.have:
+                self.pending.append(_event(line))
+                if len(self.pending) >= _BATCH:
+                    await self.flush()
         else:
             raise InputError(f"line {number}: unknown kind {kind!r}")
-    await _close(store, current, pending, report)
-    return report
+
+    async def flush(self) -> None:
+        if self.current is not None and self.pending:
+            await self.store.append(self.current["runId"], self.pending)
+            self.report.events_added += len(self.pending)
+        self.pending = []
+
+    async def close_run(self) -> None:
+        line = self.current
+        if line is None:
+            return
+        run = await self.store.get_run(line["runId"])
+        if run.status != RUNNING:
+            self.pending = []
+            return
+        await self.flush()
+        status = line.get("status")
+        if status in STATUSES and status != RUNNING:
+            await self.store.set_status(
+                line["runId"],
+                status,
+                outcome=line.get("outcome"),
+                error=line.get("error"),
+                violations=line.get("violations") or [],
+            )
 
 
 def _event(line: dict[str, Any]) -> NewEvent:
@@ -167,31 +241,3 @@ async def _open_run(store: EventStore, line: dict[str, Any], report: ImportRepor
     )
     report.runs_created += 1
     return 0
-
-
-async def _flush(
-    store: EventStore, line: dict[str, Any], pending: list[NewEvent], report: ImportReport
-) -> None:
-    if pending:
-        await store.append(line["runId"], pending)
-        report.events_added += len(pending)
-
-
-async def _close(
-    store: EventStore, line: dict[str, Any] | None, pending: list[NewEvent], report: ImportReport
-) -> None:
-    if line is None:
-        return
-    run = await store.get_run(line["runId"])
-    if run.status != RUNNING:
-        return
-    await _flush(store, line, pending, report)
-    status = line.get("status")
-    if status in STATUSES and status != RUNNING:
-        await store.set_status(
-            line["runId"],
-            status,
-            outcome=line.get("outcome"),
-            error=line.get("error"),
-            violations=line.get("violations") or [],
-        )

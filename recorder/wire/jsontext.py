@@ -35,6 +35,7 @@ JSONObject = dict[str, Any]
 
 _LONE_SURROGATE: Final = re.compile("[\ud800-\udfff]")
 _INDENT: Final = orjson.OPT_INDENT_2
+_UTC_Z: Final = orjson.OPT_UTC_Z
 
 
 class Infinite(float):
@@ -108,10 +109,11 @@ def dump(value: JSONValue, *, indent: bool = False, exact: bool = False) -> byte
     """``value`` as JSON text (UTF-8), as ``JSON.stringify`` writes it: Infinity as ``null``.
 
     ``exact`` keeps what this module's ``parse`` reads back as it was, Infinity included
-    (written as ``1e400``): for copies and checkpoints, never for a client.
+    (written as ``1e400``): for copies and checkpoints, never for a client. Whatever else
+    orjson writes (an answer's datetimes, in UTC as ``...Z``) is written as orjson does.
     """
     try:
-        return orjson.dumps(value, option=_INDENT if indent else None)
+        return orjson.dumps(value, option=_INDENT | _UTC_Z if indent else _UTC_Z)
     except TypeError:
         pass  # a lone surrogate, an integer past 64 bits, or Infinity
     return _written(value, exact, "\n" if indent else None).encode()
@@ -152,7 +154,10 @@ def _written(value: JSONValue, exact: bool, newline: str | None) -> str:
         return _string(value)
     if isinstance(value, float) and not math.isfinite(value):
         return ("1e400" if value > 0 else "-1e400") if exact else "null"
-    return json.dumps(value)
+    try:
+        return orjson.dumps(value, option=_UTC_Z).decode()
+    except TypeError:
+        return json.dumps(value)  # an integer past 64 bits
 
 
 def _joined(opening: str, items: list[str], closing: str, newline: str | None) -> str:

@@ -8,6 +8,9 @@
 // rejected the stream with (null when it accepted it); messages and state are what the
 // agent holds afterwards either way, i.e. what was applied before the error. All cases go
 // through one process to keep the suite fast.
+//
+// A case with `"everyPrefix": true` answers with a list instead: the fold of its first 0, 1,
+// ..., n events (the state at every seq of a run, without sending the events n times).
 process.env.SUPPRESS_TRANSFORMATION_WARNINGS = "true";
 
 const { AbstractAgent } = await import("@ag-ui/client");
@@ -48,8 +51,17 @@ const chunks = [];
 for await (const chunk of process.stdin) chunks.push(chunk);
 const cases = JSON.parse(Buffer.concat(chunks).toString("utf8"));
 const results = [];
+async function outcomeOf(item) {
+  if (!item.everyPrefix) return project(item);
+  const prefixes = [];
+  for (let n = 0; n <= item.events.length; n += 1) {
+    prefixes.push(await project({ ...item, events: item.events.slice(0, n) }));
+  }
+  return prefixes;
+}
+
 for (const item of cases) {
-  const outcome = await project(item);
+  const outcome = await outcomeOf(item);
   try {
     results.push(JSON.stringify(outcome));
   } catch (caught) {

@@ -20,11 +20,17 @@ import pytest
 from recorder.store import NewEvent, NewRun, open_store
 from recorder.wire.sse import FrameSplitter
 from tests.conftest import node_available, require
-from tests.servers import demo_upstream, free_port, node_client, project_oracle, recorder_at, view
-
-
-def user(text: str, mid: str) -> dict[str, Any]:
-    return {"id": mid, "role": "user", "content": text}
+from tests.servers import (
+    conversation,
+    demo_upstream,
+    free_port,
+    node_client,
+    post_run,
+    project_oracle,
+    recorder_at,
+    user,
+    view,
+)
 
 
 async def sse_get(client: httpx.AsyncClient, url: str, **kw: Any) -> list[tuple[str | None, bytes]]:
@@ -33,50 +39,6 @@ async def sse_get(client: httpx.AsyncClient, url: str, **kw: Any) -> list[tuple[
         raw = await response.aread()
     splitter = FrameSplitter()
     return [(f.id, f.data) for f in splitter.feed(raw) + splitter.close()]
-
-
-async def post_run(
-    client: httpx.AsyncClient, url: str, body: dict[str, Any]
-) -> list[dict[str, Any]]:
-    async with client.stream("POST", url, json=body) as response:
-        assert response.status_code == 200, await response.aread()
-        raw = await response.aread()
-    splitter = FrameSplitter()
-    return [orjson.loads(f.data) for f in splitter.feed(raw) + splitter.close()]
-
-
-async def conversation(client: httpx.AsyncClient, rec: str, thread: str, **props: Any) -> list[str]:
-    """Three runs as a frontend drives them: a chat turn, an interrupt, its resume."""
-    runs: list[str] = []
-
-    async def turn(run: str, text: str | None, **extra: Any) -> list[dict[str, Any]]:
-        state = (
-            (await client.get(f"{rec}/threads/{thread}/state")).json()
-            if runs
-            else {"messages": [], "state": {}}
-        )
-        messages = list(state["messages"])
-        if text is not None:
-            messages.append(user(text, f"{run}-u"))
-        body = {
-            "threadId": thread,
-            "runId": run,
-            "messages": messages,
-            "state": state["state"],
-            **extra,
-        }
-        if props:
-            body["forwardedProps"] = {"demo": props}
-        runs.append(run)
-        return await post_run(client, f"{rec}/agents/demo", body)
-
-    await turn(f"{thread}-r1", "What's the weather?")
-    finished = await turn(f"{thread}-r2", "delete report.txt please")
-    interrupt = finished[-1]["outcome"]["interrupts"][0]
-    await turn(
-        f"{thread}-r3", None, resume=[{"interruptId": interrupt["id"], "status": "resolved"}]
-    )
-    return runs
 
 
 @pytest.fixture

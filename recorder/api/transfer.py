@@ -1,0 +1,49 @@
+"""Export and import: threads as JSONL (runs, inputs, events), byte-exact, idempotent."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Request
+
+from recorder.api.deps import RuntimeDep, TokenDep
+from recorder.api.views import ERRORS, JSON, JSONLines, stream_doc
+from recorder.models import ImportReport
+from recorder.timetravel.transfer import check_threads, export_lines, import_lines, split_lines
+from recorder.timetravel.views import import_view
+
+router = APIRouter(tags=["transfer"], dependencies=[TokenDep], responses=ERRORS)
+
+JSONL = "application/x-ndjson"
+
+
+@router.get(
+    "/export",
+    response_class=JSONLines,
+    responses=stream_doc("one line per run, each followed by its events", JSONL),
+)
+async def export(
+    runtime: RuntimeDep,
+    threadId: Annotated[list[str] | None, Query(description="threads (default: all)")] = None,
+) -> JSONLines:
+    ids = threadId or []
+    await check_threads(runtime.store, ids)
+    return JSONLines(export_lines(runtime.store, ids))
+
+
+@router.post(
+    "/import",
+    response_model=ImportReport,
+    response_class=JSON,
+    openapi_extra={
+        "requestBody": {
+            "required": True,
+            "content": {JSONL: {"schema": {"type": "string", "format": "binary"}}},
+        }
+    },
+)
+async def import_(request: Request, runtime: RuntimeDep) -> JSON:
+    """Read an export (as `GET /export` writes it): runs already present take only the
+    events they lack, so importing twice adds nothing."""
+    report = await import_lines(runtime.store, split_lines(request.stream()))
+    return JSON(import_view(report))

@@ -1,0 +1,59 @@
+"""``replay``: a run's or a thread's stream, as SSE or (``--json``) one event per line."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+from recorder.cli.context import Context
+from recorder.cli.output import Output
+from recorder.cli.parser import Commands
+from recorder.errors import NotFound
+from recorder.models import StreamedEvent
+from recorder.wire.sse import encode_frame
+
+
+def register(commands: Commands) -> None:
+    p = commands.add(
+        "replay", replay, "print a run's or a thread's stream as SSE", data=True, json=True
+    )
+    p.add_argument("id", help="a run id or a thread id")
+    p.add_argument("--after", type=int, default=-1, help="runs: resume after this seq")
+    p.add_argument("--compact", action="store_true", help="threads: snapshots only")
+    p.add_argument(
+        "--no-follow", action="store_true", help="stop at the end of what is recorded now"
+    )
+
+
+async def replay(context: Context) -> int:
+    args = context.args
+    live = not args.no_follow
+    async with context.backend() as backend:
+        try:
+            await backend.run(args.id)
+        except NotFound:
+            try:
+                await backend.thread(args.id)
+            except NotFound:
+                raise NotFound(f"no run or thread {args.id!r}") from None
+            events = backend.replay_thread(args.id, compact=args.compact, live=live)
+        else:
+            events = backend.replay_run(args.id, after_seq=args.after, live=live)
+        await write_stream(context.out, events)
+    return 0
+
+
+async def write_stream(out: Output, events: AsyncIterator[StreamedEvent]) -> None:
+    """SSE exactly as the stream sent it (``id:`` lines kept), or its events as JSON lines.
+
+    The stream is closed here, whatever stops the writing (a reader that closed the pipe):
+    left to the collector, its connection would be closed after the loop is gone."""
+    try:
+        async for event in events:
+            if out.json:
+                out.raw(event.data.replace(b"\n", b" ") + b"\n")
+            else:
+                out.raw(encode_frame(event.data, event.id))
+    finally:
+        close = getattr(events, "aclose", None)
+        if close is not None:
+            await close()

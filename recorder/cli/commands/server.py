@@ -1,0 +1,54 @@
+"""Running a recorder: ``serve``, ``demo``, ``migrate``."""
+
+from __future__ import annotations
+
+from recorder.cli.context import Context
+from recorder.cli.demo import run_demo
+from recorder.cli.local import describe_database
+from recorder.cli.parser import Commands
+from recorder.cli.serve import serve as serve_forever
+from recorder.store import open_store
+
+
+def register(commands: Commands) -> None:
+    p = commands.add("serve", serve, "run the recording proxy and the history API", db=True)
+    p.add_argument("--agent", action="append", default=[], help="NAME=URL (repeatable)")
+    p.add_argument("--host", help="bind address (default 127.0.0.1)")
+    p.add_argument("--port", type=int, help="port (default 8000)")
+    p.add_argument("--demo-agent", action="store_true", help="mount the demo agent as 'demo'")
+    p.add_argument("--durability", choices=["commit", "buffered"])
+    p.add_argument("--api-token", help="protect the API (env RECORDER_API_TOKEN)")
+
+    p = commands.add(
+        "demo", demo, "record a few runs of the built-in demo agent and show them", db=True
+    )
+    p.add_argument("--serve", action="store_true", help="keep serving afterwards")
+    p.add_argument("--port", type=int, default=0, help="port for --serve (default: any free one)")
+
+    commands.add("migrate", migrate, "create the database or bring it up to date", db=True)
+
+
+async def serve(context: Context) -> int:
+    args = context.args
+    settings = context.settings(
+        host=args.host,
+        port=args.port,
+        demo_agent=args.demo_agent or None,
+        durability=args.durability,
+        api_token=args.api_token,
+    )
+    await serve_forever(settings)
+    return 0
+
+
+async def demo(context: Context) -> int:
+    settings = context.settings(port=context.args.port)
+    return await run_demo(settings, keep_serving=context.args.serve)
+
+
+async def migrate(context: Context) -> int:
+    settings = context.settings()
+    store = await open_store(settings.db, migrate=True)
+    await store.close()
+    context.out.line(f"migrated {describe_database(settings.db)}")
+    return 0

@@ -1,0 +1,68 @@
+"""``export`` and ``import``: threads as JSONL (runs, inputs, events), byte-exact."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import BinaryIO
+
+from recorder.cli.context import Context
+from recorder.cli.parser import Commands
+from recorder.errors import InputError
+
+
+def register(commands: Commands) -> None:
+    p = commands.add("export", export, "write threads as JSONL (runs, inputs, events)", data=True)
+    p.add_argument("threads", nargs="*", help="thread ids (default: every thread)")
+    p.add_argument("--out", help="file to write (default: stdout)")
+
+    p = commands.add(
+        "import",
+        import_,
+        "read a JSONL export; runs already there take only what they lack",
+        data=True,
+        json=True,
+    )
+    p.add_argument("file", help="an export; - for stdin")
+
+
+async def export(context: Context) -> int:
+    args = context.args
+    async with context.backend() as backend:
+        lines = backend.export_jsonl(args.threads)
+        if not args.out:
+            async for line in lines:
+                context.out.raw(line)
+            return 0
+        with open(args.out, "wb") as out:
+            async for line in lines:
+                out.write(line)
+    return 0
+
+
+async def import_(context: Context) -> int:
+    async with context.backend(create=True) as backend:
+        with _open(context.args.file) as source:
+            report = await backend.import_jsonl(_lines(source))
+    context.out.data(
+        report,
+        lambda: (
+            f"imported {report.runs_created} runs ({report.runs_skipped} already present), "
+            f"{report.events_added} events"
+        ),
+    )
+    return 0
+
+
+def _open(path: str) -> BinaryIO:
+    if path == "-":
+        return sys.stdin.buffer
+    try:
+        return Path(path).open("rb")
+    except OSError as exc:
+        raise InputError(f"cannot read {path}: {exc.strerror}") from exc
+
+
+def _lines(source: BinaryIO) -> Iterator[bytes]:
+    yield from source

@@ -1,0 +1,214 @@
+"""``LocalBackend``: the CLI's questions answered from the database, as the API answers them.
+
+Read commands open the database as it is: a missing SQLite file is an error naming the
+commands that create one, never an empty new database, and nothing is migrated. Only
+``import`` (``create=True``) may create and migrate one. A fork runs the proxy in this
+process, so it needs the agent's URL in this command's settings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterable, AsyncIterator, Iterable
+from pathlib import Path
+
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError
+
+from recorder.client.transport import agent_answer
+from recorder.config import Settings
+from recorder.errors import InputError, RecorderError, StoreUnavailable
+from recorder.models import (
+    Checkpoint,
+    EventPage,
+    ForkOptions,
+    ForkPlan,
+    ImportReport,
+    Run,
+    State,
+    StreamedEvent,
+    ThreadDetail,
+    ThreadHistory,
+    ThreadPage,
+    Verification,
+)
+from recorder.proxy.proxy import Relay
+from recorder.runtime import Runtime
+from recorder.store import EventStore, open_store
+from recorder.timetravel import views
+from recorder.timetravel.fork import fork_request, plan_fork
+from recorder.timetravel.history import History
+from recorder.timetravel.replay import ThreadStream, stream_run
+from recorder.timetravel.transfer import check_threads, export_lines, import_lines
+from recorder.wire.sse import FrameSplitter
+
+
+def sqlite_file(url: str) -> Path | None:
+    """The file of a SQLite URL (None for other databases and in-memory ones)."""
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        return None
+    if parsed.get_backend_name() != "sqlite" or parsed.database in (None, "", ":memory:"):
+        return None
+    return Path(parsed.database).resolve()
+
+
+def describe_database(url: str) -> str:
+    """The URL without its password; a SQLite file by its absolute path."""
+    path = sqlite_file(url)
+    if path is not None:
+        return f"sqlite+aiosqlite:///{path}"
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except ArgumentError:
+        return url
+
+
+async def open_database(url: str, *, create: bool) -> EventStore:
+    path = sqlite_file(url)
+    if path is not None and not create and not path.exists():
+        raise StoreUnavailable(
+            f"no database at {path}: `recorder migrate --db {url}` creates one "
+            "(so does `recorder serve`)"
+        )
+    store = await open_store(url, migrate=create)
+    try:
+        await store.max_position()
+    except RecorderError:
+        await store.close()
+        raise
+    except Exception as exc:
+        # Not the store's own error: its tables are missing (a database no recorder made).
+        await store.close()
+        raise StoreUnavailable(
+            f"the database {describe_database(url)} has no recorder tables: "
+            f"`recorder migrate --db {url}` creates them"
+        ) from exc
+    return store
+
+
+class LocalBackend:
+    def __init__(self, settings: Settings, store: EventStore) -> None:
+        self.settings = settings
+        self.store = store
+        self._history = History(store, checkpoint_every=settings.checkpoint_every)
+
+    @classmethod
+    async def open(cls, settings: Settings, *, create: bool = False) -> LocalBackend:
+        return cls(settings, await open_database(settings.db, create=create))
+
+    async def close(self) -> None:
+        await self.store.close()
+
+    async def threads(
+        self,
+        *,
+        agent: str | None = None,
+        status: str | None = None,
+        since: str | None = None,
+        until: str | None = None,
+        text: str | None = None,
+        limit: int = 50,
+        cursor: str | None = None,
+    ) -> ThreadPage:
+        page = await views.list_threads(
+            self.store,
+            agent=agent,
+            status=status,
+            since=since,
+            until=until,
+            text=text,
+            limit=limit,
+            cursor=cursor,
+        )
+        return ThreadPage.model_validate(page)
+
+    async def thread(self, thread_id: str) -> ThreadDetail:
+        return ThreadDetail.model_validate(await views.thread_detail(self.store, thread_id))
+
+    async def run(self, run_id: str) -> Run:
+        return Run.model_validate(await views.run_detail(self.store, run_id))
+
+    async def events(self, run_id: str, *, after_seq: int = -1, limit: int = 1000) -> EventPage:
+        page = await views.events_page(self.store, run_id, after_seq=after_seq, limit=limit)
+        return EventPage.model_validate(page)
+
+    async def thread_state(
+        self, thread_id: str, *, run_id: str | None = None, seq: int | None = None
+    ) -> State:
+        at = await views.thread_state(self.store, self._history, thread_id, run_id=run_id, seq=seq)
+        return State.model_validate(at)
+
+    async def run_state(self, run_id: str, *, seq: int | None = None) -> State:
+        return State.model_validate(
+            await views.run_state(self.store, self._history, run_id, seq=seq)
+        )
+
+    async def history(self, thread_id: str, *, limit: int = 100) -> list[Checkpoint]:
+        found = await views.thread_history(self.store, self._history, thread_id, limit=limit)
+        return ThreadHistory.model_validate(found).checkpoints
+
+    async def verify(self, run_id: str) -> Verification:
+        return Verification.model_validate(await views.verify_run(self.store, run_id))
+
+    async def replay_run(
+        self, run_id: str, *, after_seq: int = -1, live: bool = True
+    ) -> AsyncIterator[StreamedEvent]:
+        await self.store.get_run(run_id)
+        views.check_after_seq(after_seq)
+        async for event in _events(stream_run(self.store, run_id, after_seq=after_seq, live=live)):
+            yield event
+
+    async def replay_thread(
+        self, thread_id: str, *, compact: bool = False, live: bool = True
+    ) -> AsyncIterator[StreamedEvent]:
+        await self.store.get_thread(thread_id)
+        stream = ThreadStream(self.store, self._history, live=live)
+        async for event in _events(stream.frames(thread_id, compact=compact)):
+            yield event
+
+    async def plan_fork(self, run_id: str, options: ForkOptions, /) -> ForkPlan:
+        plan = await plan_fork(self.store, self._history, run_id, fork_request(options))
+        return ForkPlan.model_validate(views.plan_view(plan))
+
+    async def fork(self, run_id: str, options: ForkOptions, /) -> AsyncIterator[StreamedEvent]:
+        plan = await plan_fork(self.store, self._history, run_id, fork_request(options))
+        if plan.agent not in self.settings.agents:
+            raise InputError(
+                f"run {run_id!r} was recorded through agent {plan.agent!r}, whose URL this "
+                f"command does not know: give --agent {plan.agent}=URL (or RECORDER_AGENTS, "
+                "or a config file), or fork through the server with --url"
+            )
+        runtime = await Runtime.start(self.settings, self.store)
+        try:
+            parent = (plan.parent_run_id, plan.parent_seq)
+            result = await runtime.proxy.start(plan.agent, plan.body, {}, parent=parent)
+            if isinstance(result, Relay):
+                raise agent_answer(result.status, result.body)
+            async for event in _events(result.chunks):
+                yield event
+        finally:
+            await runtime.close()
+
+    async def export_jsonl(self, thread_ids: Iterable[str] = ()) -> AsyncIterator[bytes]:
+        ids = list(thread_ids)
+        await check_threads(self.store, ids)
+        async for line in export_lines(self.store, ids):
+            yield line
+
+    async def import_jsonl(
+        self, data: bytes | Iterable[bytes] | AsyncIterable[bytes]
+    ) -> ImportReport:
+        lines = data.splitlines() if isinstance(data, bytes) else data
+        report = await import_lines(self.store, lines)
+        return ImportReport.model_validate(views.import_view(report))
+
+
+async def _events(chunks: AsyncIterator[bytes]) -> AsyncIterator[StreamedEvent]:
+    """The events of an SSE byte stream (as a server's client would parse them)."""
+    splitter = FrameSplitter()
+    async for chunk in chunks:
+        for frame in splitter.feed(chunk):
+            yield StreamedEvent(frame.data, frame.id)
+    for frame in splitter.close():
+        yield StreamedEvent(frame.data, frame.id)

@@ -1,0 +1,308 @@
+"""``AsyncRecorderClient``: every question the HTTP API answers, as typed results."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterable, AsyncIterator, Iterable
+from contextlib import asynccontextmanager
+from types import TracebackType
+from typing import Any, TypeVar
+from urllib.parse import quote
+
+import httpx
+from pydantic import BaseModel, ValidationError
+
+from recorder.client import transport
+from recorder.errors import InputError
+from recorder.models import (
+    Agent,
+    AgentList,
+    Checkpoint,
+    Event,
+    EventPage,
+    ForkBody,
+    ForkOptions,
+    ForkPlan,
+    Health,
+    ImportReport,
+    Run,
+    State,
+    StreamedEvent,
+    Thread,
+    ThreadDetail,
+    ThreadHistory,
+    ThreadPage,
+    Verification,
+)
+from recorder.wire.jsontext import parse
+
+M = TypeVar("M", bound=BaseModel)
+Lines = bytes | Iterable[bytes] | AsyncIterable[bytes]
+
+
+class AsyncRecorderClient:
+    """A client for the recorder at ``base_url`` (e.g. ``http://127.0.0.1:8000``).
+
+    Use it as an async context manager, or call ``aclose()``. ``token`` is the server's API
+    token, if it has one. ``transport`` is for tests (an ``httpx.ASGITransport``, say).
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        token: str | None = None,
+        timeout: float = 30.0,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        headers = {"authorization": f"Bearer {token}"} if token else {}
+        self._http = httpx.AsyncClient(
+            base_url=self.base_url,
+            headers=headers,
+            timeout=timeout,
+            transport=transport,
+            trust_env=False,
+        )
+        # A stream may stay quiet for as long as its agent thinks.
+        self._stream_timeout = httpx.Timeout(timeout, read=None)
+
+    async def __aenter__(self) -> AsyncRecorderClient:
+        return self
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    # -- the service -------------------------------------------------------------------------
+
+    async def health(self) -> Health:
+        return await self._get(Health, "/healthz")
+
+    async def agents(self) -> list[Agent]:
+        return (await self._get(AgentList, "/agents")).agents
+
+    # -- threads and runs --------------------------------------------------------------------
+
+    async def threads(
+        self,
+        *,
+        agent: str | None = None,
+        status: str | None = None,
+        since: str | None = None,
+        until: str | None = None,
+        text: str | None = None,
+        limit: int = 50,
+        cursor: str | None = None,
+    ) -> ThreadPage:
+        """One page of threads, most recently updated first; ``next_cursor`` fetches the next."""
+        params = {"agent": agent, "status": status, "since": since, "until": until, "q": text}
+        return await self._get(ThreadPage, "/threads", limit=limit, cursor=cursor, **params)
+
+    async def iter_threads(
+        self,
+        *,
+        agent: str | None = None,
+        status: str | None = None,
+        since: str | None = None,
+        until: str | None = None,
+        text: str | None = None,
+        page_size: int = 100,
+    ) -> AsyncIterator[Thread]:
+        """Every matching thread, page after page."""
+        cursor = None
+        while True:
+            page = await self.threads(
+                agent=agent,
+                status=status,
+                since=since,
+                until=until,
+                text=text,
+                limit=page_size,
+                cursor=cursor,
+            )
+            for thread in page.threads:
+                yield thread
+            if page.next_cursor is None:
+                return
+            cursor = page.next_cursor
+
+    async def thread(self, thread_id: str) -> ThreadDetail:
+        return await self._get(ThreadDetail, f"/threads/{_seg(thread_id)}")
+
+    async def run(self, run_id: str) -> Run:
+        return await self._get(Run, f"/runs/{_seg(run_id)}")
+
+    async def events(self, run_id: str, *, after_seq: int = -1, limit: int = 1000) -> EventPage:
+        """One page of the run's recorded events after ``after_seq``."""
+        path = f"/runs/{_seg(run_id)}/events"
+        return await self._get(EventPage, path, afterSeq=after_seq, limit=limit)
+
+    async def iter_events(
+        self, run_id: str, *, after_seq: int = -1, page_size: int = 1000
+    ) -> AsyncIterator[Event]:
+        """Every recorded event of the run after ``after_seq``, page after page."""
+        while True:
+            page = await self.events(run_id, after_seq=after_seq, limit=page_size)
+            for event in page.events:
+                yield event
+            if page.next_after_seq is None:
+                return
+            after_seq = page.next_after_seq
+
+    # -- state and history -------------------------------------------------------------------
+
+    async def thread_state(
+        self, thread_id: str, *, run_id: str | None = None, seq: int | None = None
+    ) -> State:
+        """The thread at a point of one of its runs (default: the end of its latest run)."""
+        path = f"/threads/{_seg(thread_id)}/state"
+        return await self._get(State, path, runId=run_id, seq=seq)
+
+    async def run_state(self, run_id: str, *, seq: int | None = None) -> State:
+        """Messages, state and pending interrupts after event ``seq`` (default: the end)."""
+        return await self._get(State, f"/runs/{_seg(run_id)}/state", seq=seq)
+
+    async def history(self, thread_id: str, *, limit: int = 100) -> list[Checkpoint]:
+        """The thread at every run boundary, newest first: each run's end, then its start
+        (what its agent was given), with the (run, seq) of the point."""
+        path = f"/threads/{_seg(thread_id)}/history"
+        return (await self._get(ThreadHistory, path, limit=limit)).checkpoints
+
+    async def verify(self, run_id: str) -> Verification:
+        """The reference client's lifecycle checks over the run's recorded events."""
+        return await self._get(Verification, f"/runs/{_seg(run_id)}/verify")
+
+    # -- streams -----------------------------------------------------------------------------
+
+    async def replay_run(
+        self, run_id: str, *, after_seq: int = -1, live: bool = True
+    ) -> AsyncIterator[StreamedEvent]:
+        """The run's recorded events after ``after_seq`` exactly as recorded, then (``live``)
+        new ones until the run ends."""
+        params = {"afterSeq": after_seq, "live": _flag(live)}
+        async with self._stream("GET", f"/runs/{_seg(run_id)}/stream", params=params) as answer:
+            async for event in transport.events(answer):
+                yield event
+
+    async def replay_thread(
+        self, thread_id: str, *, compact: bool = False, live: bool = True
+    ) -> AsyncIterator[StreamedEvent]:
+        """The thread's current branch as one stream a fresh AG-UI client folds into the
+        thread's messages and state (``compact``: one synthetic run of snapshots)."""
+        params = {"compact": _flag(compact), "live": _flag(live)}
+        path = f"/threads/{_seg(thread_id)}/stream"
+        async with self._stream("GET", path, params=params) as answer:
+            async for event in transport.events(answer):
+                yield event
+
+    # -- fork --------------------------------------------------------------------------------
+
+    async def plan_fork(
+        self, run_id: str, options: ForkOptions | None = None, /, **fields: Any
+    ) -> ForkPlan:
+        """A dry run of ``fork``: the RunAgentInput it would post, and to which agent."""
+        body = _fork_body(options, fields, dry_run=True)
+        response = await self._send("POST", f"/runs/{_seg(run_id)}/fork", json=body)
+        return _validated(ForkPlan, response.content)
+
+    async def fork(
+        self, run_id: str, options: ForkOptions | None = None, /, **fields: Any
+    ) -> AsyncIterator[StreamedEvent]:
+        """Fork a new run from a point of ``run_id`` (``ForkOptions``, or its fields as
+        keywords: ``at_seq``, ``messages``, ``state``, ...) and stream it as it is recorded."""
+        body = _fork_body(options, fields, dry_run=False)
+        async with self._stream("POST", f"/runs/{_seg(run_id)}/fork", json=body) as answer:
+            async for event in transport.events(answer):
+                yield event
+
+    # -- export and import -------------------------------------------------------------------
+
+    async def export_jsonl(self, thread_ids: Iterable[str] = ()) -> AsyncIterator[bytes]:
+        """The threads (default: all) as JSONL lines: each run, then its events."""
+        params = {"threadId": list(thread_ids)}
+        async with self._stream("GET", "/export", params=params) as answer:
+            async for line in transport.lines(answer):
+                yield line
+
+    async def import_jsonl(self, data: Lines) -> ImportReport:
+        """Import an export (bytes, or its lines); importing twice adds nothing."""
+        content = data if isinstance(data, bytes) else _upload(data)
+        headers = {"content-type": "application/x-ndjson"}
+        response = await self._send("POST", "/import", content=content, headers=headers)
+        return _validated(ImportReport, response.content)
+
+    # -- plumbing ----------------------------------------------------------------------------
+
+    async def _get(self, model: type[M], path: str, **params: Any) -> M:
+        query = {k: v for k, v in params.items() if v is not None}
+        response = await self._send("GET", path, params=query)
+        return _validated(model, response.content)
+
+    async def _send(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        try:
+            response = await self._http.request(method, path, **kwargs)
+        except httpx.TransportError as exc:
+            raise transport.unreachable(self.base_url, exc) from exc
+        await transport.check(response)
+        return response
+
+    @asynccontextmanager
+    async def _stream(self, method: str, path: str, **kwargs: Any) -> AsyncIterator[httpx.Response]:
+        request = self._http.build_request(method, path, timeout=self._stream_timeout, **kwargs)
+        try:
+            response = await self._http.send(request, stream=True)
+        except httpx.TransportError as exc:
+            raise transport.unreachable(self.base_url, exc) from exc
+        try:
+            await transport.check(response)
+            yield response
+        except httpx.TransportError as exc:
+            raise transport.unreachable(self.base_url, exc) from exc
+        finally:
+            await response.aclose()
+
+
+def _seg(value: str) -> str:
+    """A path segment: ids may hold any character."""
+    return quote(value, safe="")
+
+
+def _flag(value: bool) -> str:
+    return "true" if value else "false"
+
+
+def _fork_body(options: ForkOptions | None, fields: dict[str, Any], *, dry_run: bool) -> Any:
+    given = (options or ForkOptions()).model_dump(by_alias=False, exclude_unset=True)
+    try:
+        body = ForkBody.model_validate({**given, **fields, "dry_run": dry_run})
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()
+        )
+        raise InputError(f"fork options: {problems}") from exc
+    return body.model_dump(mode="json", by_alias=True, exclude_unset=True)
+
+
+async def _upload(lines: Iterable[bytes] | AsyncIterable[bytes]) -> AsyncIterator[bytes]:
+    if isinstance(lines, AsyncIterable):
+        async for line in lines:
+            yield line
+    else:
+        for line in lines:
+            yield line
+
+
+def _validated(model: type[M], content: bytes) -> M:
+    """The answer as ``model``; pydantic's own JSON reader refuses half a surrogate pair,
+    which an answer may hold (it holds what the agent streamed), so that is read as the
+    recorder reads it."""
+    try:
+        return model.model_validate_json(content)
+    except ValidationError as exc:
+        if exc.errors()[0]["type"] != "json_invalid":
+            raise
+    return model.model_validate(parse(content))

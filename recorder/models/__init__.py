@@ -1,0 +1,61 @@
+"""The public shapes: what the HTTP API answers and what the client library returns.
+
+Plain pydantic models, importable without FastAPI or a database driver: the API declares
+them as its response models (so ``/openapi.json`` describes every answer), and
+``recorder.client`` and the CLI build their results from them. On the wire every field is
+AG-UI's camelCase (``threadId``); in Python it is snake_case (``thread_id``); either name
+is accepted when building one.
+
+Free-form AG-UI values (messages, state, events, interrupts) are JSON values as recorded:
+the recorder keeps whatever an agent sent, so these models never narrow them.
+"""
+
+from recorder.models.base import Model
+from recorder.models.fork import ForkBody, ForkOptions, ForkPlan
+from recorder.models.runs import (
+    RUN_STATUSES,
+    Event,
+    EventPage,
+    LifecycleViolation,
+    RecordedViolation,
+    Run,
+    RunNode,
+    RunStatus,
+    RunSummary,
+    Verification,
+)
+from recorder.models.service import Agent, AgentList, ErrorDetail, Health
+from recorder.models.state import Checkpoint, Problem, State, ThreadHistory
+from recorder.models.stream import StreamedEvent
+from recorder.models.threads import Thread, ThreadDetail, ThreadPage
+from recorder.models.transfer import ImportReport
+
+__all__ = [
+    "RUN_STATUSES",
+    "Agent",
+    "AgentList",
+    "Checkpoint",
+    "ErrorDetail",
+    "Event",
+    "EventPage",
+    "ForkBody",
+    "ForkOptions",
+    "ForkPlan",
+    "Health",
+    "ImportReport",
+    "LifecycleViolation",
+    "Model",
+    "Problem",
+    "RecordedViolation",
+    "Run",
+    "RunNode",
+    "RunStatus",
+    "RunSummary",
+    "State",
+    "StreamedEvent",
+    "Thread",
+    "ThreadDetail",
+    "ThreadHistory",
+    "ThreadPage",
+    "Verification",
+]

@@ -1,0 +1,30 @@
+"""The service itself: health, configured agents, and the shape of every error."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from recorder.models.base import Model
+
+
+class Health(Model):
+    ok: bool
+    version: str
+    active_runs: int
+
+
+class Agent(Model):
+    name: str
+    fork: Literal["new-thread", "same-thread"] = Field(description="how a fork reaches it")
+
+
+class AgentList(Model):
+    agents: list[Agent]
+
+
+class ErrorDetail(Model):
+    """Every error answer: one readable sentence, never SQL, driver text or a traceback."""
+
+    detail: str

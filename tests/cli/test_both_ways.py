@@ -1,0 +1,148 @@
+"""The same commands against the database (``--db``) and a running server (``--url``) give
+the same output, answers and errors alike."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.cli.conftest import TOKEN, Recorded, clean_env, recorder, run_main
+
+QUESTIONS = [
+    ("threads",),
+    ("threads", "--json"),
+    ("threads", "--limit", "1", "--json"),
+    ("threads", "--limit", "1", "--all", "--json"),
+    ("threads", "--limit", "2"),
+    ("threads", "--search", "Deleted report", "--status", "finished", "--agent", "demo"),
+    ("show", "t1"),
+    ("show", "t1", "--json"),
+    ("show", "t1-r2"),
+    ("show", "t1-f", "--json"),
+    ("events", "t1-r1", "--after", "3", "--limit", "2", "--json"),
+    ("events", "t1-r1", "--limit", "10"),
+    ("events", "t1-r1", "--limit", "7", "--all", "--json"),
+    ("state", "t1"),
+    ("state", "t1", "--json"),
+    ("state", "t1", "--run", "t1-r2", "--seq", "3", "--json"),
+    ("state", "t1", "--run", "t1-r1", "--seq", "-1"),
+    ("history", "t1"),
+    ("history", "t2", "--limit", "3", "--json"),
+    ("replay", "t1-r2", "--no-follow"),
+    ("replay", "t1-r2", "--after", "5", "--json"),
+    ("replay", "t1", "--no-follow"),
+    ("replay", "t2", "--compact", "--no-follow"),
+    ("verify", "t1-r2"),
+    ("verify", "t1-r2", "--json"),
+    ("export", "t1"),
+    ("fork", "t1-r1", "--at", "5", "--run-id", "x1", "--dry-run"),
+    ("fork", "t1-r1", "--at", "5", "--run-id", "x1", "--dry-run", "--json"),
+    # Errors, with the same words.
+    ("state", "t1", "--run", "t2-r1"),
+    ("state", "t1", "--run", "t1-r1", "--seq", "9999"),
+    ("state", "t1", "--seq", "-2"),
+    ("state", "nope"),
+    ("show", "nope"),
+    ("events", "nope"),
+    ("events", "t1-r1", "--after", "-3"),
+    ("replay", "nope"),
+    ("replay", "t1-r1", "--after", "-2"),
+    ("history", "nope"),
+    ("verify", "nope"),
+    ("export", "nope"),
+    ("threads", "--status", "weird"),
+    ("threads", "--limit", "0"),
+    ("threads", "--since", "yesterday"),
+    ("fork", "nope", "--run-id", "x2", "--dry-run"),
+    ("fork", "t1-r1", "--at", "9999", "--run-id", "x2", "--dry-run"),
+]
+
+
+async def test_the_same_answers_both_ways(recorded: Recorded) -> None:
+    for question in QUESTIONS:
+        local = await run_main(*question, "--db", recorded.db)
+        remote = await run_main(*question, "--url", recorded.url, "--token", TOKEN)
+        assert (remote.code, remote.out, remote.err) == (local.code, local.out, local.err), question
+        assert "Traceback" not in local.err, question
+        if local.code:
+            assert local.err.startswith("recorder: ") and local.err.count("\n") == 1, question
+
+
+async def test_what_the_answers_say(recorded: Recorded) -> None:
+    db = ("--db", recorded.db)
+    done = await run_main("state", "t1", "--run", "t2-r1", *db)
+    assert (done.code, done.err) == (2, "recorder: run 't2-r1' is not in thread 't1'\n")
+    done = await run_main("state", "t1", "--run", "t1-r1", "--seq", "9999", *db)
+    assert done.code == 2 and "seq 9999 is outside run 't1-r1'" in done.err
+    done = await run_main("verify", "nope", *db)
+    assert done.code == 2 and done.out == "" and "run 'nope' not found" in done.err
+    done = await run_main("verify", "t1-r2", *db)
+    count = (await recorded.http.get("/runs/t1-r2")).json()["eventCount"]
+    assert (done.code, done.out) == (0, f"ok: {count} events\n")
+
+    page = json.loads((await run_main("threads", "--limit", "1", "--json", *db)).out)
+    assert len(page["threads"]) == 1 and page["nextCursor"]
+    rest = json.loads(
+        (await run_main("threads", "--cursor", page["nextCursor"], "--json", *db)).out
+    )
+    every = json.loads((await run_main("threads", "--all", "--limit", "1", "--json", *db)).out)
+    assert every["nextCursor"] is None
+    assert [t["threadId"] for t in every["threads"]] == [
+        t["threadId"] for t in page["threads"] + rest["threads"]
+    ]
+    assert len(every["threads"]) == 3
+    done = await run_main("threads", "--limit", "1", *db)
+    assert f"more threads: --cursor {page['nextCursor']} (or --all)" in done.err
+
+    # The API's shapes, camelCase.
+    state = json.loads((await run_main("state", "t1", "--json", *db)).out)
+    assert set(state) == {
+        "threadId",
+        "runId",
+        "seq",
+        "messages",
+        "state",
+        "pendingInterrupts",
+        "problems",
+    }
+    assert state == (await recorded.http.get("/threads/t1/state")).json()
+    shown = json.loads((await run_main("show", "t1", "--json", *db)).out)
+    assert shown["thread"] == (await recorded.http.get("/threads/t1")).json()
+    events = json.loads(
+        (await run_main("events", "t1-r1", "--all", "--limit", "9", "--json", *db)).out
+    )
+    assert events == (await recorded.http.get("/runs/t1-r1/events")).json()
+
+    # Human output: JSON values as JSON, and columns that hold long ids.
+    text = (await run_main("state", "t1", *db)).out
+    assert text.endswith('  state: {"turns":1,"topic":"Rome?","todo":["weather checked"]}\n')
+    assert "None" not in text
+    table = (await run_main("threads", *db)).out.splitlines()
+    header, *rows = table
+    status_at = header.index("STATUS")
+    assert all(row[status_at - 2 : status_at] == "  " for row in rows), table
+    assert any(row.startswith("a-thread-with-a-rather-long-identifier") for row in rows)
+    plan = json.loads((await run_main("fork", "t1-r1", "--at", "5", "--dry-run", *db)).out)
+    assert plan["parentRunId"] == "t1-r1" and plan["threadId"] == "t1"
+
+
+@pytest.mark.parametrize("where", ["db", "url"])
+async def test_environment_settings_choose_the_source(recorded: Recorded, where: str) -> None:
+    env = (
+        clean_env(RECORDER_DB=recorded.db)
+        if where == "db"
+        else clean_env(RECORDER_URL=recorded.url, RECORDER_API_TOKEN=TOKEN)
+    )
+    done = await recorder("show", "t1", "-v", env=env)
+    assert done.code == 0 and "t1-r1" in done.out
+    said = "read the database" if where == "db" else f"asked the recorder at {recorded.url}"
+    assert said in done.err
+    if where == "url":
+        # --db on the command line wins over RECORDER_URL; both flags are an error.
+        done = await recorder("show", "t1", "-v", "--db", recorded.db, env=env)
+        assert done.code == 0 and "read the database" in done.err
+        done = await recorder("show", "t1", "--db", recorded.db, "--url", recorded.url, env=env)
+        assert (done.code, done.err) == (2, "recorder: give --db or --url, not both\n")
+        done = await recorder("threads", env=clean_env(RECORDER_URL=recorded.url))
+        assert done.code == 2 and "401" in done.err and "token" in done.err

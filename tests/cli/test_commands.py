@@ -1,0 +1,227 @@
+"""The ``recorder`` command as a user meets it: the real program, in a real shell pipe."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shlex
+import socket
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.cli.conftest import RECORDER, TOKEN, Recorded, clean_env, recorder, run_main
+from tests.servers import free_port
+
+READS = [
+    ("threads",),
+    ("show", "t"),
+    ("state", "t"),
+    ("history", "t"),
+    ("events", "r"),
+    ("replay", "r"),
+    ("export",),
+    ("verify", "r"),
+    ("fork", "r", "--dry-run"),
+]
+
+
+async def test_version() -> None:
+    done = await recorder("--version")
+    assert (done.code, done.out) == (0, "recorder 0.1.0\n")
+
+
+async def test_read_commands_never_create_or_migrate_a_database(tmp_path: Path) -> None:
+    missing = tmp_path / "missing.db"
+    url = f"sqlite+aiosqlite:///{missing}"
+    for question in READS:
+        done = await run_main(*question, "--db", url)
+        assert done.code == 2, question
+        assert done.err == (
+            f"recorder: no database at {missing}: `recorder migrate --db {url}` creates one "
+            "(so does `recorder serve`)\n"
+        ), question
+    assert not missing.exists()
+    done = await recorder("threads", "--db", url)  # the real program says the same
+    assert done.code == 2 and f"no database at {missing}" in done.err and not missing.exists()
+    # A database no recorder made: its tables are missing, and they stay missing.
+    empty = tmp_path / "empty.db"
+    empty.touch()
+    done = await run_main("threads", "--db", f"sqlite+aiosqlite:///{empty}")
+    assert done.code == 2 and "has no recorder tables: `recorder migrate" in done.err
+    done = await run_main("migrate", "--db", url)
+    assert (done.code, done.out) == (0, f"migrated sqlite+aiosqlite:///{missing}\n")
+    assert (await run_main("threads", "--db", url)).out == "no threads recorded\n"
+
+
+async def test_import_creates_a_database_and_is_idempotent_both_ways(
+    recorded: Recorded, tmp_path: Path
+) -> None:
+    export = tmp_path / "t1.jsonl"
+    done = await run_main("export", "t1", "--out", str(export), "--db", recorded.db)
+    assert done.code == 0 and export.read_bytes().count(b"\n") > 10
+    fresh = f"sqlite+aiosqlite:///{tmp_path / 'fresh.db'}"
+    first = await run_main("import", str(export), "--db", fresh)
+    assert (first.code, first.out) == (
+        0,
+        f"imported 4 runs (0 already present), {_events(export)} events\n",
+    )
+    again = await run_main("import", str(export), "--db", fresh, "--json")
+    assert json.loads(again.out) == {"runsCreated": 0, "runsSkipped": 4, "eventsAdded": 0}
+    # Through the server that recorded them: everything is there already.
+    remote = await run_main(
+        "import", str(export), "--url", recorded.url, "--token", TOKEN, "--json"
+    )
+    assert json.loads(remote.out) == {"runsCreated": 0, "runsSkipped": 4, "eventsAdded": 0}
+    copied = await run_main("show", "t1", "--json", "--db", fresh)
+    original = await run_main("show", "t1", "--json", "--db", recorded.db)
+    assert json.loads(copied.out)["state"] == json.loads(original.out)["state"]
+    done = await run_main("import", str(tmp_path / "nothing.jsonl"), "--db", fresh)
+    assert done.code == 2 and "cannot read" in done.err
+
+
+def _events(export: Path) -> int:
+    return sum(1 for line in export.read_bytes().splitlines() if b'"kind":"event"' in line)
+
+
+@pytest.mark.parametrize("where", ["db", "url"])
+async def test_a_closed_pipe_ends_quietly(recorded: Recorded, where: str) -> None:
+    source = (
+        f"--db {shlex.quote(recorded.db)}"
+        if where == "db"
+        else f"--url {recorded.url} --token {TOKEN}"
+    )
+    script = f"set -o pipefail; {RECORDER} replay long --no-follow {source} | head -n 2 >/dev/null"
+    proc = await asyncio.create_subprocess_exec(
+        "bash", "-c", script, stderr=asyncio.subprocess.PIPE, env=clean_env()
+    )
+    _out, err = await asyncio.wait_for(proc.communicate(), 120)
+    assert (proc.returncode, err.decode()) == (0, "")
+
+
+async def test_verify_an_unknown_run_fails(recorded: Recorded) -> None:
+    for source in (("--db", recorded.db), ("--url", recorded.url, "--token", TOKEN)):
+        done = await recorder("verify", "no-such-run", *source)
+        assert done.code == 2 and done.out == ""
+        assert done.err == "recorder: no file 'no-such-run', and run 'no-such-run' not found\n"
+
+
+async def test_fork_through_the_server_and_the_database(recorded: Recorded) -> None:
+    remote = await run_main(
+        "fork",
+        "t2-r1",
+        "--at",
+        "12",
+        "--message",
+        "Rome?",
+        "--run-id",
+        "via-url",
+        "--url",
+        recorded.url,
+        "--token",
+        TOKEN,
+    )
+    assert remote.code == 0 and remote.err == "forked run via-url from t2-r1\n"
+    assert remote.out.startswith("id: 0\ndata: {") and '"RUN_FINISHED"' in remote.out
+    run = (await recorded.http.get("/runs/via-url")).json()
+    assert (run["parentRunId"], run["parentSeq"], run["status"]) == ("t2-r1", 12, "finished")
+
+    done = await run_main("fork", "t2-r1", "--at", "12", "--db", recorded.db)
+    assert done.code == 2 and "give --agent demo=URL" in done.err and "--url" in done.err
+    done = await run_main(
+        "fork", "t2-r1", "--agent", "demo=http://x/", "--url", recorded.url, "--token", TOKEN
+    )
+    assert done.code == 2 and "--agent is for forks through the database" in done.err
+
+
+async def test_serve_says_listening_once_bound_and_fails_in_one_line(tmp_path: Path) -> None:
+    db = f"sqlite+aiosqlite:///{tmp_path / 'served.db'}"
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = await recorder("serve", "--port", str(port), "--db", db)
+        assert done.code == 2 and done.out == ""
+        assert done.err.startswith(f"recorder: cannot listen on 127.0.0.1:{port}: ")
+        assert done.err.count("\n") == 1 and "in use" in done.err
+
+    port = free_port()
+    proc = await asyncio.create_subprocess_exec(
+        RECORDER,
+        "serve",
+        "--port",
+        str(port),
+        "--db",
+        db,
+        "--demo-agent",
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=clean_env(),
+    )
+    try:
+        assert proc.stdout is not None
+        line = (await asyncio.wait_for(proc.stdout.readline(), 60)).decode()
+        assert line.startswith(f"recorder listening on http://127.0.0.1:{port} ")
+        # Said only once it is bound: the first request right after it is answered.
+        async with httpx.AsyncClient(trust_env=False) as http:
+            health = await http.get(f"http://127.0.0.1:{port}/healthz")
+        assert health.status_code == 200 and health.json()["ok"] is True
+    finally:
+        proc.terminate()
+        await asyncio.wait_for(proc.wait(), 30)
+
+
+async def test_the_demo_hints_work_as_printed(tmp_path: Path) -> None:
+    done = await recorder("demo", cwd=tmp_path)
+    assert done.code == 0, done.err
+    text = done.out
+    assert "interrupted" in text and "forked at seq 16" in text and "Deleted report.txt." in text
+    assert (tmp_path / "recorder.db").exists()
+    hints = text.split("look again (the same database):\n", 1)[1].splitlines()
+    commands = [shlex.split(line) for line in hints if line.startswith(f"  {RECORDER} ")]
+    assert [c[1] for c in commands] == ["threads", "show", "history", "serve"]
+    thread = commands[1][2]
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    for command in commands[:3]:
+        seen = await recorder(*command[1:], cwd=elsewhere)  # the same --db, from anywhere
+        assert seen.code == 0 and thread in seen.out, (command, seen.err)
+    # The web timeline: serve as printed (on a free port instead of 8000), open the address.
+    serve = commands[3]
+    assert serve[serve.index("--port") + 1] == "8000"
+    port = free_port()
+    serve[serve.index("--port") + 1] = str(port)
+    (address,) = [line.strip() for line in hints if line.strip().startswith("http://")]
+    assert address == f"http://127.0.0.1:8000/#/threads/{thread}"
+    proc = await asyncio.create_subprocess_exec(
+        *serve,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=clean_env(),
+        cwd=elsewhere,
+    )
+    try:
+        assert proc.stdout is not None
+        await asyncio.wait_for(proc.stdout.readline(), 60)
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", trust_env=False) as http:
+            page = await http.get(address.replace(":8000", f":{port}").split("#")[0])
+            assert page.status_code == 200 and "<html" in page.text.lower()
+            assert (await http.get(f"/threads/{thread}")).json()["runCount"] == 4
+    finally:
+        proc.terminate()
+        await asyncio.wait_for(proc.wait(), 30)
+
+
+async def test_errors_are_one_line(tmp_path: Path) -> None:
+    done = await run_main("fold", str(tmp_path / "missing.json"))
+    assert done.code == 2 and "cannot read" in done.err and "Traceback" not in done.err
+    done = await recorder("threads", "--db", "postgresql+asyncpg://postgres@127.0.0.1:1/x")
+    assert done.code == 2 and "Traceback" not in done.err
+    assert "unavailable" in done.err.lower() or "unreachable" in done.err.lower()
+    done = await run_main("threads", "--db", "mysql://nope")
+    assert done.code == 2 and "unsupported database URL" in done.err
+    done = await run_main("serve", "--agent", "no-equals-sign")
+    assert done.code == 2 and "NAME=URL" in done.err
+    done = await run_main("threads", "--url", f"http://127.0.0.1:{free_port()}")
+    assert done.code == 2 and "cannot reach the recorder at" in done.err

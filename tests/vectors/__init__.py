@@ -1,0 +1,1 @@
+"""Recorded AG-UI traffic of real producers (see README.md), and the script that records it."""
