@@ -11,13 +11,17 @@ Every frame goes through the stages the client runs it through, in its order::
 - enforce (``enforce.py``): unknown event types are dropped, known ones validated and
   stripped of what the schema does not describe.
 - chunks (``chunks.py``): ``*_CHUNK`` events become start/content/end events.
-- reducer (``reducer.py``, driven by ``projector.py``): ``defaultApplyEvents``, quirks
-  included; state patches are fast-json-patch's (``patch.py``, ``state.py``).
-- verifier (``verify.py``, driven by ``check.py``): ``verifyEvents``, with its error texts.
+- reducer (``reducer.py`` over ``messages.py``, driven by ``projector.py``):
+  ``defaultApplyEvents``, quirks included; state patches are fast-json-patch's (``patch.py``
+  with ``edits.py``; ``state.py``, which the check shares to find where the run fails).
+- verifier (``verify.py`` with ``verify_fields.py``, driven by ``check.py``): ``verifyEvents``,
+  with its error texts.
 
 ``inbound.py`` runs the first four stages for both consumers. What JavaScript makes of JSON
 values (truthiness, ``===``, Map keys, printing, property reads, numbers as doubles) is in
-``jsvalues.py``. Everything here is pure: no I/O, no clock, no randomness.
+``jsvalues.py``, the built-ins those reads meet in ``jsprototypes.py``, its copies (through
+JSON, structured clones) in ``jsclone.py``. Everything here is pure: no I/O, no clock, no
+randomness.
 
 The JSON names used across the port are ``JSONValue`` (any JSON value) and ``JSONObject``
 (an object: an event, a message, an input); a ``Frame`` is what a stage is fed: the raw

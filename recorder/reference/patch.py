@@ -33,7 +33,9 @@ of its algorithm, quirks included:
 - ``test`` throws when the value it compares with has an own ``hasOwnProperty`` key
   (``_areEquals`` calls ``b.hasOwnProperty``), and compares numbers as doubles.
 
-Non-string ``op`` values count as invalid operations.
+Non-string ``op`` values count as invalid operations. Not modelled: a patch whose root is
+a built-in function (copied from ``/toString``) can write into that function, and in the
+reference the write outlives the patch, for the life of the page; here it is not kept.
 """
 
 from __future__ import annotations

@@ -25,6 +25,7 @@ from recorder.reference.enforce import KNOWN_TYPES
 from recorder.reference.projector import Projection, fold
 from recorder.wire.jsontext import Infinite, dump, parse
 from tests.conftest import INTEROP
+from tests.interop.fuzz.judge import canonical
 
 _missing = shutil.which("node") is None or not (INTEROP / "node_modules/@ag-ui/client").is_dir()
 if _missing:
@@ -60,21 +61,6 @@ def ours(case: Case) -> Projection:
 
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
 _MINTED = _UUID  # ours are UUIDs too, only not random
-
-
-def canonical(value: Any, minted: re.Pattern[str], names: dict[str, str]) -> Any:
-    """Minted ids renamed in order of first appearance; JSON types made explicit."""
-    if isinstance(value, dict):
-        return {"{}": sorted((k, canonical(v, minted, names)) for k, v in value.items())}
-    if isinstance(value, list):
-        return [canonical(v, minted, names) for v in value]
-    if isinstance(value, str) and minted.fullmatch(value):
-        return names.setdefault(value, f"minted-{len(names) + 1}")
-    if isinstance(value, bool) or value is None:
-        return value
-    if isinstance(value, int | float):
-        return ("number", float(value))  # JSON numbers: 1 and 1.0 are one value, true is not
-    return value
 
 
 def shown(messages: Any, state: Any, interrupts: Any, minted: re.Pattern[str]) -> Any:

@@ -170,7 +170,8 @@ def _canonical(value: Any) -> Any:
 
 
 def canonical(value: Any, minted: re.Pattern[str], names: dict[str, str]) -> Any:
-    """Minted ids renamed in order of first appearance; JSON types made explicit."""
+    """Minted ids renamed in order of first appearance; JSON types made explicit. The rule
+    every interop comparison of a fold uses (``tests/reference/test_projector_interop.py``)."""
     if isinstance(value, dict):
         return {"{}": sorted((k, canonical(v, minted, names)) for k, v in value.items())}
     if isinstance(value, list):
