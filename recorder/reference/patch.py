@@ -53,7 +53,7 @@ from recorder.reference.jsclone import (
     holds_function,
     json_copy_checked,
 )
-from recorder.reference.jsprototypes import JSFunction
+from recorder.reference.jsprototypes import PROTOTYPES, JSFunction
 from recorder.reference.jsvalues import (
     OBJECT_PROTOTYPE,
     JSTypeError,
@@ -98,17 +98,36 @@ _UNCALLABLE_OPS: Final = frozenset(
 )
 
 _UNRESOLVABLE: Final = "OPERATION_PATH_UNRESOLVABLE"
+_DELETED: Final = object()
 
 
 class _Patching(Edits):
     """One patch on its way: its edits, and whether anything JSON cannot hold was placed."""
 
-    __slots__ = ("functions", "root_moved")
+    __slots__ = ("functions", "root_moved", "written")
 
-    def __init__(self) -> None:
+    def __init__(self, written: dict[JSFunction, dict[str, Any]] | None = None) -> None:
         super().__init__()
         self.root_moved = False  # the document was moved into itself
         self.functions = False  # a prototype method was placed
+        # What the patch wrote into built-in functions (a root copied from `/toString` is
+        # one): a built-in takes properties like any object, and the reads that follow see
+        # them. The reference keeps them for the life of the page; here, for the patch.
+        self.written = {} if written is None else written
+
+    def read(self, obj: Any, key: Any) -> Any:
+        """``obj[key]``, with what the patch wrote into functions."""
+        if type(obj) is JSFunction and obj in self.written:
+            own = self.written[obj]
+            name = "undefined" if key is UNDEFINED else key
+            if name in own:
+                value = own[name]
+                return _inherited(name) if value is _DELETED else value
+        return js_get(obj, key)
+
+    def reading(self) -> _Patching:
+        """A context for a read made on the way (a pointer, a check): the same writes."""
+        return _Patching(self.written)
 
     def exotic(self) -> bool:
         return self.root_moved or self.functions
@@ -180,7 +199,7 @@ def _apply(doc: Any, op: Any, index: int, validate: bool, ctx: _Patching) -> tup
     while True:
         key = _key_at(keys, t)
         if validate and fragment is None:
-            if js_get(obj, key) is UNDEFINED:
+            if ctx.read(obj, key) is UNDEFINED:
                 fragment = "/".join(keys[:t])
             elif t == count - 1:
                 fragment = path
@@ -200,7 +219,7 @@ def _apply(doc: Any, op: Any, index: int, validate: bool, ctx: _Patching) -> tup
                 return _operate(op, obj, key, doc, index, ctx)
         elif t >= count:
             return _operate(op, obj, key, doc, index, ctx)
-        obj = js_get(obj, key)
+        obj = ctx.read(obj, key)
         if validate and type(obj) not in (dict, list):
             raise PatchError(_UNRESOLVABLE, "Cannot perform operation at the desired path", index)
 
@@ -318,7 +337,7 @@ def _validate_against(
         # passes). The copy differs only once a function or a cycle was placed.
         copy = json_copy_checked(document, ctx.root_moved) if ctx.exotic() else document
         try:
-            _apply(copy, {"op": "_get", "path": op["from"]}, 0, True, _Patching())
+            _apply(copy, {"op": "_get", "path": op["from"]}, 0, True, ctx.reading())
         except PatchError as exc:
             if exc.name == _UNRESOLVABLE:
                 raise PatchError(
@@ -338,7 +357,7 @@ def _apply_root(
     if name in ("add", "replace"):
         return op.get("value", UNDEFINED), doc
     if name in ("move", "copy"):
-        return _placed(_pointer_value(doc, op["from"]), ctx), doc
+        return _placed(_pointer_value(doc, op["from"], ctx), ctx), doc
     if name == "test":
         if not js_equal(doc, op.get("value", UNDEFINED)):
             raise PatchError("TEST_OPERATION_FAILED", "Test operation failed", index)
@@ -363,7 +382,7 @@ def _operate(
     if name == "move":
         return _move(op, doc, index, ctx), None
     if name == "copy":
-        value = _placed(deep_clone(_pointer_value(doc, op["from"])), ctx)
+        value = _placed(deep_clone(_pointer_value(doc, op["from"], ctx)), ctx)
         _apply(doc, {"op": "add", "path": op["path"], "value": value}, index, False, ctx)
         return doc, None
     if name in OBJECT_PROTOTYPE:
@@ -371,15 +390,17 @@ def _operate(
     if obj is None or obj is UNDEFINED:
         raise JSTypeError(f"Cannot read properties of {'null' if obj is None else 'undefined'}")
     if name == "test":
-        if not js_equal(js_get(obj, key), op.get("value", UNDEFINED)):
+        if not js_equal(ctx.read(obj, key), op.get("value", UNDEFINED)):
             raise PatchError("TEST_OPERATION_FAILED", "Test operation failed", index)
         return doc, None
     if name == "_get":
-        return doc, js_get(obj, key)
+        return doc, ctx.read(obj, key)
     if type(obj) is dict:
         return doc, _operate_on_object(name, op, obj, key, index, ctx)
     if type(obj) is list:
         return doc, _operate_on_array(name, op, obj, key, index, ctx)
+    if type(obj) is JSFunction:
+        return doc, _operate_on_function(name, op, obj, key, ctx)
     # Writing to a primitive is silently ignored (the reference runs in sloppy mode).
     return doc, js_get(obj, key) if name == "remove" else None
 
@@ -396,6 +417,35 @@ def _operate_on_object(
         return removed
     ctx.set_key(obj, key, op.get("value", UNDEFINED))
     return removed
+
+
+def _operate_on_function(
+    name: str, op: JSONObject, function: JSFunction, key: Any, ctx: _Patching
+) -> Any:
+    key = "undefined" if key is UNDEFINED else key
+    removed = ctx.read(function, key)
+    own = ctx.written.setdefault(function, {})
+    if key in own:
+        fixed = False  # a property the patch gave it, or took from it
+    elif key in ("length", "name"):
+        fixed = name != "remove"  # read-only, but may be deleted
+    else:
+        fixed = key == "prototype" or (
+            key in function.members and type(function.members[key]) is not JSFunction
+        )
+    if fixed:  # read-only: the write is ignored (sloppy mode)
+        return removed
+    if name == "remove":
+        if key in own or key in ("length", "name") or key in function.members:
+            own[key] = _DELETED
+        return removed
+    own[key] = op.get("value", UNDEFINED)
+    return removed
+
+
+def _inherited(key: str) -> Any:
+    """What a function answers for ``key`` once its own property is deleted."""
+    return {"length": 0, "name": ""}.get(key, PROTOTYPES["function"].get(key, UNDEFINED))
 
 
 def _operate_on_array(
@@ -421,7 +471,7 @@ def _operate_on_array(
 
 def _move(op: JSONObject, doc: Any, index: int, ctx: _Patching) -> Any:
     # The reference reads the target first (which may throw) and copies what is there.
-    target = _pointer_value(doc, op["path"])
+    target = _pointer_value(doc, op["path"], ctx)
     if ctx.exotic() and js_truthy(target):
         json_copy_checked(target, ctx.root_moved)  # a cycle in it throws
     # From the root, the "removed" value is the document itself, added into one of its own
@@ -444,11 +494,11 @@ def _prototype_op(name: str, op: JSONObject, obj: Any, index: int) -> Any:
     return UNDEFINED
 
 
-def _pointer_value(doc: Any, pointer: str) -> Any:
+def _pointer_value(doc: Any, pointer: str, ctx: _Patching) -> Any:
     """``getValueByPointer``: an unvalidated read."""
     if pointer == "":
         return doc
-    return _apply(doc, {"op": "_get", "path": pointer}, 0, False, _Patching())[1]
+    return _apply(doc, {"op": "_get", "path": pointer}, 0, False, ctx.reading())[1]
 
 
 def _placed(value: Any, ctx: _Patching) -> Any:

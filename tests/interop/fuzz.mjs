@@ -188,11 +188,11 @@ function builtins() {
 function restore(saved) {
   for (const [target, , properties] of saved) {
     for (const name of Object.getOwnPropertyNames(target)) {
-      const before = properties.get(name);
-      if (before === undefined) delete target[name];
-      else if (Object.getOwnPropertyDescriptor(target, name).value !== before.value) {
-        Object.defineProperty(target, name, before);
-      }
+      if (!properties.has(name)) delete target[name];
+    }
+    for (const [name, before] of properties) {
+      const now = Object.getOwnPropertyDescriptor(target, name);
+      if (now === undefined || now.value !== before.value) Object.defineProperty(target, name, before);
     }
   }
 }

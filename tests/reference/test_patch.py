@@ -382,6 +382,36 @@ EDGES: list[tuple[str, Any, Any, Any]] = [
         "TEST_OPERATION_FAILED",
     ),
     ("test: numbers are doubles", {"n": 2**53}, [probe("/n", 2**53 + 1)], {"n": 2**53}),
+    # A root made a built-in function takes properties like any object, for the patch's reads
+    (
+        "a property written into a function root is read back",
+        {},
+        [copy_op("/toString", ""), add("/written", 1), copy_op("/written", "")],
+        1,
+    ),
+    (
+        "a function's length is read-only",
+        {},
+        [copy_op("/valueOf", ""), add("/length", 5), copy_op("/length", "")],
+        0,
+    ),
+    (
+        "but it can be deleted, and the inherited one shows",
+        {},
+        [copy_op("/isPrototypeOf", ""), remove("/length"), copy_op("/length", "")],
+        0,
+    ),
+    (
+        "a written property is a container for the next write",
+        {},
+        [
+            copy_op("/propertyIsEnumerable", ""),
+            add("/box", {}),
+            add("/box/x", 2),
+            copy_op("/box", ""),
+        ],
+        {"x": 2},
+    ),
 ]
 
 
@@ -401,6 +431,15 @@ def test_edges_of_json(name: str, document: Any, patch: Any, expected: Any) -> N
         ([copy_op("/toString", "")], "toString"),
         ([add("/l", []), copy_op("/l/push", "/l/0")], "push"),
         ([copy_op("/toString", "/b"), copy_op("/valueOf", "/1")], "valueOf"),  # "1" comes first
+        (
+            [
+                add("", [[True], [False]]),
+                move("/toString/hasOwnProperty/hasOwnProperty", ""),
+                add("/-", {}),
+                move("", "/-/1"),
+            ],
+            "hasOwnProperty",
+        ),
     ],
 )
 def test_a_function_left_in_the_result(patch: list[Any], function: str) -> None:
