@@ -22,7 +22,7 @@ offending event and goes on: it never raises on what it is fed.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -83,7 +83,7 @@ class Projector(Inbound):
 
     def __init__(
         self,
-        messages: Sequence[Mapping[str, Any]] | None = None,
+        messages: JSONValue = None,
         state: JSONValue = None,
         *,
         copy: bool = True,
@@ -231,10 +231,7 @@ class Projector(Inbound):
 
 
 def fold(
-    frames: Iterable[Frame],
-    *,
-    messages: Sequence[Mapping[str, Any]] | None = None,
-    state: JSONValue = None,
+    frames: Iterable[Frame], *, messages: JSONValue = None, state: JSONValue = None
 ) -> Projection:
     """Fold ``frames`` from the given starting point (state None means ``{}``)."""
     projector = Projector(messages, state)
