@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import orjson
 from fastapi.responses import JSONResponse, StreamingResponse
 
 from recorder.models import ErrorDetail
+from recorder.wire.jsontext import dump
 
 
 class JSON(JSONResponse):
@@ -24,7 +24,7 @@ class JSON(JSONResponse):
     media_type = "application/json"
 
     def render(self, content: Any) -> bytes:
-        return orjson.dumps(content, option=orjson.OPT_UTC_Z)
+        return dump(content)
 
 
 class EventStream(StreamingResponse):

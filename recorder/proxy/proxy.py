@@ -30,6 +30,7 @@ from recorder.reference.check import StreamCheck
 from recorder.store import EventStore, NewEvent, NewRun
 from recorder.store.model import RECORDER
 from recorder.wire.events import decode
+from recorder.wire.jsontext import parse, well_formed
 from recorder.wire.sse import Frame, FrameSplitter, FrameTooLarge, encode_frame
 
 _HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "te", "upgrade", "host"}
@@ -57,7 +58,7 @@ def parse_run_input(body: bytes, max_bytes: int | None = None) -> dict[str, Any]
     if max_bytes is not None and len(body) > max_bytes:
         raise BodyTooLarge(f"request body is {len(body)} bytes; the limit is {max_bytes}")
     try:
-        obj = orjson.loads(body)
+        obj = parse(body)
     except orjson.JSONDecodeError as exc:
         raise InputError(f"request body is not valid JSON: {exc}") from exc
     if not isinstance(obj, dict):
@@ -66,6 +67,8 @@ def parse_run_input(body: bytes, max_bytes: int | None = None) -> dict[str, Any]
         value = obj.get(key)
         if not isinstance(value, str) or not value:
             raise InputError(f"RunAgentInput.{key} must be a non-empty string")
+        if value != well_formed(value):  # half a surrogate pair: no database stores it
+            raise InputError(f"RunAgentInput.{key} must not hold half of a surrogate pair")
     return obj
 
 
@@ -434,6 +437,8 @@ class RunRecording:
         obj = decode(data)
         if obj is None or obj.get("type") != "RUN_STARTED" or not isinstance(obj.get("runId"), str):
             return current
+        if any(isinstance(v, str) and v != well_formed(v) for v in obj.values()):
+            return current  # ids no database can store: the frames stay with this run
         given_thread = obj.get("threadId")
         thread_id = given_thread if isinstance(given_thread, str) else current.thread_id
         given = obj.get("parentRunId")
@@ -466,12 +471,14 @@ class RunRecording:
             segment.terminal = kind
             outcome = obj.get("outcome")
             segment.outcome = (
-                outcome.get("type", "success") if isinstance(outcome, dict) else "success"
+                well_formed(str(outcome.get("type", "success")))
+                if isinstance(outcome, dict)
+                else "success"
             )
         elif kind == "RUN_ERROR":
             segment.terminal = kind
             segment.outcome = "error"
-            segment.error = str(obj.get("message", ""))
+            segment.error = well_formed(str(obj.get("message", "")))
         elif kind in ("TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_CHUNK"):
             delta = obj.get("delta")
             if isinstance(delta, str) and self._summary_size < _SUMMARY_LIMIT:
@@ -520,7 +527,7 @@ class RunRecording:
                 "upstream_incomplete",
             )
         first = self.segments[0]
-        summary = "".join(self._summary)[:_SUMMARY_LIMIT] if self._summary else None
+        summary = well_formed("".join(self._summary)[:_SUMMARY_LIMIT]) if self._summary else None
         if summary is not None and first.closed:  # closed when a later run began
             await self.proxy.store.set_summary(first.thread_id, summary)
             summary = None

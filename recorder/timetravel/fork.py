@@ -11,13 +11,12 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
-
 from recorder.errors import InputError
 from recorder.models import ForkOptions
 from recorder.store import EventStore
 from recorder.timetravel.history import History
 from recorder.wire.events import decode
+from recorder.wire.jsontext import dump
 
 _UNSET: Any = object()
 
@@ -56,7 +55,7 @@ class ForkPlan:
 
     @property
     def body(self) -> bytes:
-        return orjson.dumps(self.input)
+        return dump(self.input)
 
 
 async def plan_fork(store: EventStore, history: History, run_id: str, req: ForkRequest) -> ForkPlan:
