@@ -19,8 +19,8 @@ from starlette.datastructures import Headers
 from starlette.types import Receive, Scope, Send
 
 from recorder.api.deps import status_for
-from recorder.errors import RecorderError
-from recorder.proxy.proxy import BodyTooLarge, Relay, Stream
+from recorder.errors import BodyTooLarge, RecorderError
+from recorder.proxy.proxy import Relay, Stream
 from recorder.runtime import Runtime
 
 SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}  # every SSE answer

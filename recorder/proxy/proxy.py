@@ -23,9 +23,17 @@ from typing import Any
 import orjson
 
 from recorder.config import Settings
-from recorder.errors import Conflict, InputError, NotFound, RecorderError, StoreError
+from recorder.errors import (
+    AgentNotFound,
+    BodyTooLarge,
+    Conflict,
+    InputError,
+    StoreError,
+    TooManyRuns,
+    UpstreamError,
+)
 from recorder.proxy.committer import GroupCommitter
-from recorder.proxy.upstream import Response, UpstreamClient, UpstreamError
+from recorder.proxy.upstream import Response, UpstreamClient
 from recorder.reference.check import StreamCheck
 from recorder.store import EventStore, NewEvent, NewRun
 from recorder.store.model import RECORDER
@@ -38,19 +46,6 @@ _SUMMARY_LIMIT = 20_000
 _READ_AHEAD = 2000  # frames the reader may hold before it waits for them to be taken
 _OUT_BATCHES = 4  # recorded batches waiting for a slow client before recording waits
 _FIRST_WAIT = 0.05  # seconds the first events are awaited on the request's own task
-
-
-class AgentNotFound(NotFound):
-    def __init__(self, name: str) -> None:
-        super().__init__(f"no agent named {name!r} is configured")
-
-
-class TooManyRuns(RecorderError):
-    pass
-
-
-class BodyTooLarge(InputError):
-    pass
 
 
 def parse_run_input(body: bytes, max_bytes: int | None = None) -> dict[str, Any]:
