@@ -10,7 +10,7 @@ from recorder.api.proxy_endpoint import read_body
 from recorder.api.views import ERRORS, JSON, SSE_HEADERS, stream_doc
 from recorder.errors import InputError, ThreadNotFound
 from recorder.models import AgentList
-from recorder.proxy.proxy import parse_run_input
+from recorder.proxy.request import parse_run_input
 from recorder.timetravel.replay import ThreadStream
 
 router = APIRouter(tags=["agents"])
