@@ -39,8 +39,7 @@ import httptools
 
 from recorder.errors import ConnectFailed, Disconnected, UpstreamError, UpstreamTimeout
 
-_HIGH_WATER = 256 * 1024  # unread bytes at which reading pauses
-_LOW_WATER = 64 * 1024
+_HIGH_WATER = 256 * 1024  # unread bytes at which reading pauses (until they are read)
 _STALE_WINDOW = 0.1  # seconds: a pooled connection that dies this fast was closed idle
 _MAX_IDLE = 64  # idle connections kept per agent
 
