@@ -8,10 +8,11 @@ The part of the response that belongs to one run is a ``Segment``:
       │                                                                          │
       └──────────────────────────── its status is written ─────────────────► CLOSED
 
-An ENDED run still takes the frames that follow it, up to a RUN_STARTED (they are recorded
-with the run they came in); the recorder never adds a RUN_ERROR to it. A CLOSED run is
-never written again. Runs close in order: each as soon as its successor's first frames are
-recorded, the last when the response is over.
+An ENDED run still takes the frames that follow it, up to a new run's RUN_STARTED (they
+are recorded with the run they came in); the recorder never adds a RUN_ERROR to it. A
+CLOSED run is never written again. A run whose last frames share a batch with a later
+run's is closed as soon as that batch is committed; every other run when the response is
+over.
 """
 
 from __future__ import annotations
