@@ -11,7 +11,9 @@ millisecond the recorder may add to a run's first event. Here the parsing is htt
 What it does: http and https URLs; Content-Length, chunked and close-delimited bodies
 (gzip and deflate decoded, though it asks for neither); a connect timeout, and an idle
 timeout on every wait; backpressure (reading pauses while 256 KB wait unread); a pool
-of idle connections kept 2 s (under the 5 s after which common servers close theirs).
+of idle connections, each kept 2 s from the end of its last answer (under the 5 s after
+which common servers close theirs), and none whose answer had to wait for the recorder to
+read it (the agent's clock started when it wrote that answer, maybe long before).
 
 A request that meets a pooled connection ending at once (within 0.1 s) and before any
 byte of an answer goes again, once, on a new connection: that is a server closing an
@@ -85,6 +87,7 @@ class _Connection(asyncio.Protocol):
         self._buffer: deque[bytes] = deque()
         self._buffered = 0
         self._paused = False
+        self._held_back = False  # reading was paused during this answer
         self._waiter: asyncio.Future[bool] | None = None
         self._error: UpstreamError | None = None
         self._decoder: Any = None
@@ -171,7 +174,7 @@ class _Connection(asyncio.Protocol):
             self._buffer.append(body)
             self._buffered += len(body)
             if self._buffered > _HIGH_WATER and not self._paused and self.transport is not None:
-                self._paused = True
+                self._paused = self._held_back = True
                 self.transport.pause_reading()
             self._wake()
 
@@ -218,8 +221,13 @@ class _Connection(asyncio.Protocol):
         return data
 
     def reusable(self) -> bool:
+        # An answer whose reading was paused may have been written whole by the agent long
+        # before its end reached us, so the agent's keep-alive clock (which starts when it
+        # has written the answer) may be about to run out while ours would not have
+        # started: such a connection is not kept, or a request could meet it as it closes.
         return (
             self.complete
+            and not self._held_back
             and self.keep_alive
             and not self._stray
             and self._error is None
@@ -230,10 +238,7 @@ class _Connection(asyncio.Protocol):
         )
 
     def recycle(self) -> None:
-        if self._paused and self.transport is not None:
-            self.transport.resume_reading()  # else the next answer is never read
         self._reset_exchange()
-        self.idle_since = time.monotonic()
 
     def close(self) -> None:
         self.closed = True
@@ -246,6 +251,9 @@ class _Connection(asyncio.Protocol):
             if rest:
                 self._buffer.append(rest)
         self.complete = True
+        # Idle from here, when the answer's end arrived, as for the agent (it started its
+        # keep-alive clock when it wrote that end), not from when the recording read it.
+        self.idle_since = time.monotonic()
         self._wake()
 
     def fail(self, error: UpstreamError) -> None:

@@ -363,25 +363,43 @@ async def test_bytes_after_an_answer_and_a_reset_mid_body() -> None:
     assert raw.connections == 2  # the first connection, which spoke out of turn, was dropped
 
 
-async def test_a_connection_paused_when_its_answer_ended_is_reused_whole() -> None:
+async def test_a_connection_whose_answer_was_held_back_is_not_kept() -> None:
+    # The agent wrote the whole answer (and started its keep-alive clock) long before the
+    # recorder read its end: reusing that connection races the agent closing it.
     big = b"x" * (300 * 1024)  # over the 256 KB at which reading pauses
 
     async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, n: int) -> None:
-        for reply in (answer(big), answer(b"ok")):
+        while True:
             await raw.request(reader, n)
-            writer.write(reply)
+            writer.write(answer(big if len(raw.requests) == 1 else b"ok"))
             await writer.drain()
-        await asyncio.sleep(1)
 
     async with raw_server(handler) as (raw, url):
         client = UpstreamClient(idle_timeout=2)
         first = await client.post(url, b"x", {})
         await asyncio.sleep(0.2)
-        first.close()  # unread, but complete: back to the pool
+        assert len(await read_all(first)) == len(big)
         second = await client.post(url, b"y", {})
         assert await read_all(second) == b"ok"
         await client.close()
-    assert raw.connections == 1
+    assert raw.connections == 2
+
+
+async def test_a_connection_is_idle_from_when_its_answer_ended() -> None:
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, n: int) -> None:
+        while True:
+            await raw.request(reader, n)
+            writer.write(answer(b"ok"))
+            await writer.drain()
+
+    async with raw_server(handler) as (raw, url):
+        client = UpstreamClient(keepalive=0.2)
+        first = await client.post(url, b"x", {})
+        await asyncio.sleep(0.3)  # the answer is whole; the reader comes late
+        assert await read_all(first) == b"ok"
+        await read_all(await client.post(url, b"x", {}))
+        await client.close()
+    assert raw.connections == 2  # kept 0.2 s from the answer's end: expired, not reused
 
 
 async def test_idle_connections_past_their_time_are_closed() -> None:
