@@ -30,6 +30,10 @@ EXPORT = logging.getLogger("recorder.export")
 
 _TAKEN_OVER = ("recorder", "uvicorn", "uvicorn.error", "uvicorn.access")
 
+# As a library: silent until configured (here, or by the program that embeds the recorder,
+# whose root handlers still get every record).
+logging.getLogger("recorder").addHandler(logging.NullHandler())
+
 
 def configure(level: str = "info", fmt: LogFormat = "text", stream: Any = None) -> None:
     """Send the recorder's and uvicorn's records at ``level`` and above to ``stream``
