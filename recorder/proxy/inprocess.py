@@ -24,7 +24,7 @@ from recorder.errors import Disconnected, UpstreamTimeout
 QUEUED = 64  # body messages the app may send ahead of the recording
 
 ASGIApp = Any  # (scope, receive, send) -> awaitable; typed loosely to keep ASGI libraries out
-Scope = dict[str, Any]
+Scope = Mapping[str, Any]
 
 _END = b""
 
@@ -134,12 +134,21 @@ class AppLeg:
     """An AG-UI endpoint of ``app`` at ``path``, called in this process."""
 
     def __init__(
-        self, app: ASGIApp, path: str, *, idle_timeout: float, scope: Scope | None = None
+        self,
+        app: ASGIApp,
+        path: str,
+        *,
+        idle_timeout: float,
+        scope: Scope | None = None,
+        state: dict[str, Any] | None = None,
     ) -> None:
         self.app = app
         self.path = path
         self._idle = idle_timeout
         self._scope = scope
+        # The app's lifespan state, for requests made without a client's scope (forks):
+        # ASGI servers give each request a copy of it.
+        self.state = state
 
     def for_request(self, scope: Scope) -> AppLeg:
         """This leg, calling the app with the client's own request scope."""
@@ -172,7 +181,7 @@ class AppLeg:
             raise
         return answer
 
-    def _request_scope(self, body: bytes, headers: Mapping[str, str]) -> Scope:
+    def _request_scope(self, body: bytes, headers: Mapping[str, str]) -> dict[str, Any]:
         base = self._scope or {
             "type": "http",
             "asgi": {"version": "3.0", "spec_version": "2.3"},
@@ -182,6 +191,7 @@ class AppLeg:
             "client": None,
             "root_path": "",
             "query_string": b"",
+            **({"state": dict(self.state)} if self.state is not None else {}),
         }
         given = [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in headers.items()]
         given = [(k, v) for k, v in given if k not in (b"content-length", b"accept")]
