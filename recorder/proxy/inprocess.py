@@ -6,8 +6,9 @@ lifespan state), the body as one message, and a ``send`` that hands the answer o
 
 - the head (``http.response.start``) resolves ``post``; an app that fails or ends before
   it is ``Disconnected`` (the run closes as ``upstream_unreachable``);
-- body messages wait in a small queue (``QUEUED``): an app that streams faster than the
-  recording commits waits in its ``send``, as a remote agent waits on its socket;
+- body messages wait for the recording, at most ``QUEUED`` of them: an app that streams
+  faster than the recording commits waits in its ``send``, as a remote agent waits on its
+  socket;
 - an app that fails mid-answer breaks the answer (``Disconnected``: ``upstream_dropped``);
 - ``close()`` before the end tells the app the client left (``http.disconnect``) and
   cancels it.
@@ -26,20 +27,19 @@ QUEUED = 64  # body messages the app may send ahead of the recording
 ASGIApp = Any  # (scope, receive, send) -> awaitable; typed loosely to keep ASGI libraries out
 Scope = Mapping[str, Any]
 
-_END = b""
-
 
 class AppAnswer:
     def __init__(self, idle_timeout: float) -> None:
         self.status = 0
         self.headers: dict[str, str] = {}
         self._idle = idle_timeout
-        # Unbounded, so that the app's end or failure always fits; ``_room`` bounds the body.
-        self._chunks: asyncio.Queue[bytes | BaseException] = asyncio.Queue()
-        self._room = asyncio.Semaphore(QUEUED)
+        self._body: list[bytes] = []  # sent by the app, not read yet (at most QUEUED)
+        self._done = False  # the app's answer is over (whole, or broken: ``_failure``)
+        self._failure: BaseException | None = None
+        self._reader: asyncio.Future[bool] | None = None
+        self._writer: asyncio.Future[bool] | None = None
         self._head: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._left = asyncio.Event()
-        self._ended = False
         self.task: asyncio.Task[None] | None = None
 
     # -- the app's side -----------------------------------------------------------------------
@@ -58,14 +58,16 @@ class AppAnswer:
             }
             if not self._head.done():
                 self._head.set_result(None)
-        elif kind == "http.response.body" and self._head.done() and not self._ended:
-            body = bytes(message.get("body", b""))
+        elif kind == "http.response.body" and self._head.done() and not self._done:
+            body = message.get("body", b"")
             if body:
-                await self._room.acquire()
-                self._chunks.put_nowait(body)
+                while len(self._body) >= QUEUED and not self._left.is_set():
+                    self._writer = asyncio.get_running_loop().create_future()
+                    await self._writer
+                self._body.append(bytes(body))
             if not message.get("more_body", False):
-                self._ended = True
-                self._chunks.put_nowait(_END)
+                self._done = True
+            _settle(self._reader, True)
 
     def app_done(self, task: asyncio.Task[None]) -> None:
         failure: BaseException | None = None
@@ -79,12 +81,10 @@ class AppAnswer:
             self._head.set_exception(failure or silent)
             self._head.exception()  # retrieved: post() raises it
             return
-        if not self._ended:
-            self._ended = True
-            item: bytes | BaseException = failure or Disconnected(
-                "the agent's app ended mid-answer"
-            )
-            self._chunks.put_nowait(item)
+        if not self._done:
+            self._done = True
+            self._failure = failure or Disconnected("the agent's app ended mid-answer")
+            _settle(self._reader, True)
 
     async def head(self) -> None:
         async with asyncio.timeout(self._idle):
@@ -99,35 +99,40 @@ class AppAnswer:
         return data
 
     async def read_within(self, seconds: float) -> bytes | None:
-        try:
-            async with asyncio.timeout(seconds):
-                first = await self._chunks.get()
-        except TimeoutError:
-            return None
-        parts = [first]
-        while not self._chunks.empty() and isinstance(parts[-1], bytes) and parts[-1]:
-            parts.append(self._chunks.get_nowait())
-        for part in parts:
-            if isinstance(part, bytes) and part:
-                self._room.release()
-        return self._join(parts)
-
-    def _join(self, parts: list[bytes | BaseException]) -> bytes:
-        data = b"".join(p for p in parts if isinstance(p, bytes))
-        last = parts[-1]
-        if isinstance(last, BaseException) or (last == _END and data):
-            if not data:
-                assert isinstance(last, BaseException)
-                raise last
-            # What came before the end or failure first; that on the next read. (Nothing
-            # else is queued: the app is done.)
-            self._chunks.put_nowait(last)
+        """Everything the app sent since the last read (b"" at the end); None when nothing
+        came within ``seconds``. A failure is raised once what came before it was read."""
+        while not self._body:
+            if self._done:
+                if self._failure is not None:
+                    raise self._failure
+                return b""
+            loop = asyncio.get_running_loop()
+            waiter = self._reader = loop.create_future()
+            # A timer handle per wait: the cheapest timeout asyncio has.
+            timer = loop.call_later(seconds, _settle, waiter, False)
+            try:
+                woken = await waiter
+            finally:
+                timer.cancel()
+                self._reader = None
+            if not woken and not self._body and not self._done:
+                return None
+        body = self._body
+        data = b"".join(body) if len(body) > 1 else body[0]
+        body.clear()
+        _settle(self._writer, True)
         return data
 
     def close(self) -> None:
         self._left.set()
+        _settle(self._writer, True)
         if self.task is not None and not self.task.done():
             self.task.cancel()
+
+
+def _settle(waiter: asyncio.Future[bool] | None, woken: bool) -> None:
+    if waiter is not None and not waiter.done():
+        waiter.set_result(woken)
 
 
 class AppLeg:
