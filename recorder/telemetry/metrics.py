@@ -19,6 +19,7 @@ from prometheus_client import (
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from recorder.errors import ConfigError
+from recorder.telemetry.tallies import LeanHistogram, Tally
 
 # Seconds: from a fraction of a millisecond (a commit) to minutes (a long run).
 _SHORT = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
@@ -40,25 +41,26 @@ class Metrics:
             ["agent", "status"],
             registry=registry,
         )
-        self.events = Counter(
-            "recorder_events_recorded", "Events committed to the log", ["agent"], registry=registry
+        # By agent: [events, bytes] committed to the log (``recorded.of(agent)``).
+        self.recorded = Tally(
+            [
+                ("recorder_events_recorded", "Events committed to the log"),
+                ("recorder_bytes_recorded", "Bytes of event data committed to the log"),
+            ],
+            "agent",
         )
-        self.bytes = Counter(
-            "recorder_bytes_recorded",
-            "Bytes of event data committed to the log",
-            ["agent"],
-            registry=registry,
-        )
+        registry.register(self.recorded)
         self.live_runs = Gauge("recorder_live_runs", "Runs being recorded now", registry=registry)
-        self.commit_seconds = Histogram(
-            "recorder_commit_seconds", "Duration of one commit", buckets=_SHORT, registry=registry
+        self.commit_seconds = LeanHistogram(
+            "recorder_commit_seconds", "Duration of one commit", _SHORT
         )
-        self.commit_events = Histogram(
+        self.commit_events = LeanHistogram(
             "recorder_commit_batch_events",
             "Events in one commit (group commit: every run's waiting events)",
-            buckets=_BATCH,
-            registry=registry,
+            _BATCH,
         )
+        registry.register(self.commit_seconds)
+        registry.register(self.commit_events)
         self.first_event = Histogram(
             "recorder_agent_first_event_seconds",
             "The agent's time to its first event, from the request the recorder sent",
