@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 
-class Frame(Protocol):
+class CommittedEvent(Protocol):
     """A recorded event as the proxy hands it over (the store's ``NewEvent``)."""
 
     @property
@@ -55,7 +55,7 @@ class RunWatch(Protocol):
     def first_event(self) -> None:
         """The agent's first event arrived."""
 
-    def recorded(self, run_id: str, events: Sequence[Frame]) -> None:
+    def recorded(self, run_id: str, events: Sequence[CommittedEvent]) -> None:
         """``events`` of ``run_id`` are in the log."""
 
     def ended(self, end: RunEnd) -> None:
@@ -87,7 +87,7 @@ class _Silent:
     def first_event(self) -> None:
         pass
 
-    def recorded(self, run_id: str, events: Sequence[Frame]) -> None:
+    def recorded(self, run_id: str, events: Sequence[CommittedEvent]) -> None:
         pass
 
     def ended(self, end: RunEnd) -> None:

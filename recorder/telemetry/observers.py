@@ -17,7 +17,7 @@ from typing import Any
 import orjson
 
 from recorder.telemetry.metrics import Metrics
-from recorder.telemetry.observer import Frame, RunEnd, RunReport, RunWatch
+from recorder.telemetry.observer import CommittedEvent, RunEnd, RunReport, RunWatch
 
 # The recorder's RUN_ERROR codes that say the agent's answer was at fault.
 UPSTREAM_CODES = frozenset(
@@ -64,7 +64,7 @@ class Telemetry:
 
     # -- tool calls -------------------------------------------------------------------------
 
-    def tool_events(self, agent: str, events: Sequence[Frame]) -> None:
+    def tool_events(self, agent: str, events: Sequence[CommittedEvent]) -> None:
         now = time.perf_counter()
         for event in events:
             if event.type not in _TOOL_TYPES:
@@ -137,7 +137,7 @@ class _Watch:
         if self._telemetry.metrics is not None:
             self._telemetry.metrics.first_event.labels(self._label).observe(self._first)
 
-    def recorded(self, run_id: str, events: Sequence[Frame]) -> None:
+    def recorded(self, run_id: str, events: Sequence[CommittedEvent]) -> None:
         metrics = self._telemetry.metrics
         if metrics is None:
             return
