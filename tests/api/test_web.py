@@ -19,7 +19,7 @@ import httpx
 import pytest
 
 from tests.conftest import ROOT, require
-from tests.servers import demo_upstream, recorder_at
+from tests.servers import demo_upstream, recorder_at, run_recorded
 
 try:
     from playwright.async_api import Browser, Page, async_playwright, expect
@@ -411,10 +411,7 @@ async def test_a_live_run_grows_on_screen(
         turn(client, "t3", live, "Tell me a long story", forwardedProps=slow)
     )
     try:
-        for _ in range(200):
-            if (await client.get(f"/runs/{live}")).status_code == 200:
-                break
-            await asyncio.sleep(0.02)
+        await run_recorded(client, "", live)
         await page.goto(f"{rec}/#/threads/t3/runs/{live}")
         await page.evaluate("window.sameDocument = true")
         await expect(page.locator("#run-status")).to_have_text("running")
@@ -511,10 +508,7 @@ async def test_with_an_api_token_the_page_asks_for_it(page: Page, sqlite_url: st
             # a live run, followed by fetch streaming (EventSource cannot send the token)
             slow = {"demo": {"delay": 0.03, "extra": 20}}
             task = asyncio.create_task(turn(client, "t5", "t5-r2", "again", forwardedProps=slow))
-            for _ in range(200):
-                if (await client.get("/runs/t5-r2")).status_code == 200:
-                    break
-                await asyncio.sleep(0.02)
+            await run_recorded(client, "", "t5-r2")
             await page.goto(f"{rec}/#/threads/t5/runs/t5-r2")
             await expect(page.locator("#run-status")).to_have_text("running")
             await task

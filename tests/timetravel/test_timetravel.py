@@ -24,10 +24,12 @@ from tests.servers import (
     conversation,
     demo_upstream,
     free_port,
+    healthy,
     node_client,
     post_run,
     project_oracle,
     recorder_at,
+    run_recorded,
     user,
     view,
 )
@@ -170,10 +172,7 @@ async def test_live_run_is_tailed_until_it_ends(recorded: Any) -> None:
         "forwardedProps": {"demo": {"delay": 0.01, "extra": 60}},
     }
     producer = asyncio.create_task(post_run(client, f"{rec}/agents/demo", body))
-    for _ in range(100):
-        if (await client.get(f"{rec}/runs/slow")).status_code == 200:
-            break
-        await asyncio.sleep(0.02)
+    await run_recorded(client, rec, "slow")
     tailed = await sse_get(client, f"{rec}/runs/slow/stream")
     sent = await producer
     assert [orjson.loads(d) for _i, d in tailed] == sent
@@ -203,13 +202,7 @@ async def test_live_run_tailed_from_a_second_recorder_process(pg_url: str) -> No
         try:
             async with httpx.AsyncClient(timeout=60, trust_env=False) as client:
                 second = f"http://127.0.0.1:{port}"
-                for _ in range(200):
-                    try:
-                        if (await client.get(f"{second}/healthz")).status_code == 200:
-                            break
-                    except httpx.HTTPError:
-                        pass
-                    await asyncio.sleep(0.05)
+                await healthy(client, second)
                 body = {
                     "threadId": "t6",
                     "runId": "shared",
@@ -217,10 +210,7 @@ async def test_live_run_tailed_from_a_second_recorder_process(pg_url: str) -> No
                     "forwardedProps": {"demo": {"delay": 0.02, "extra": 40}},
                 }
                 producer = asyncio.create_task(post_run(client, f"{rec}/agents/demo", body))
-                for _ in range(200):
-                    if (await client.get(f"{second}/runs/shared")).status_code == 200:
-                        break
-                    await asyncio.sleep(0.02)
+                await run_recorded(client, second, "shared")
                 assert (await client.get(f"{second}/runs/shared")).json()["status"] == "running"
                 tailed = await sse_get(client, f"{second}/runs/shared/stream")
                 sent = await producer
