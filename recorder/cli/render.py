@@ -65,6 +65,10 @@ def events_table(events: Sequence[Event]) -> str:
     return table(("SEQ", "TYPE", "ORIGIN", "RECORDED (UTC)"), rows, right=(0,))
 
 
+def runs(count: int) -> str:
+    return f"{count} run" if count == 1 else f"{count} runs"
+
+
 def point_text(seq: int | None) -> str:
     """A point of a run, in words: its end (None), its start (-1), after an event."""
     if seq is None:
@@ -82,7 +86,7 @@ def origin_text(origin: ForkOrigin) -> str:
 
 
 def thread_text(thread: ThreadDetail, state: State) -> str:
-    lines = [f"thread {thread.thread_id}  ({thread.run_count} runs, agent {cell(thread.agent)})"]
+    lines = [f"thread {thread.thread_id}  ({runs(thread.run_count)}, agent {cell(thread.agent)})"]
     if thread.forked_from is not None:
         lines.append(f"forked from {origin_text(thread.forked_from)}")
     lines.append("")
@@ -127,7 +131,7 @@ def _tree(node: RunNode, indent: str, lines: list[str], forks: dict[str, list[Th
         seq = other.forked_from.seq if other.forked_from is not None else None
         lines.append(
             f"{indent}  > forked into thread {other.thread_id} {point_text(seq)}"
-            f"  ({other.run_count} runs)"
+            f"  ({runs(other.run_count)})"
         )
     for child in node.children:
         _tree(child, indent + "  ", lines, forks)
