@@ -9,7 +9,7 @@ from recorder.api.agents import respond
 from recorder.api.deps import RuntimeDep, TokenDep
 from recorder.api.proxy_endpoint import SSE_HEADERS, header_value
 from recorder.api.views import ERRORS, JSON, EventStream, stream_doc
-from recorder.errors import InputError
+from recorder.errors import InputError, NotFound
 from recorder.models import EventPage, ForkBody, ForkPlan, Run, State, Verification
 from recorder.proxy.proxy import Relay
 from recorder.timetravel import views
@@ -102,6 +102,12 @@ async def fork_run(run_id: str, body: ForkBody, request: Request, runtime: Runti
     plan = await plan_fork(runtime.store, runtime.history, run_id, fork_request(body), agents)
     if body.dry_run:
         return JSON(views.plan_view(plan))
+    if plan.agent not in agents:
+        raise NotFound(
+            f"run {plan.parent_run_id!r} was recorded through agent {plan.agent!r}, whose URL "
+            f"this recorder does not know: start it with --agent {plan.agent}=URL (or "
+            f"RECORDER_AGENTS={plan.agent}=URL, or a config file)"
+        )
     result = await runtime.proxy.start(
         plan.agent, plan.body, request.headers, parent=(plan.parent_run_id, plan.parent_seq)
     )

@@ -253,3 +253,23 @@ async def test_regenerate_runs_the_turn_that_produced_a_message_again(
     await post_run(client, f"{rec}/agents/demo", body)
     lonely = await plan(client, "g2-r1", regenerate="given")
     assert lonely.status_code == 422 and "no turn to regenerate" in lonely.json()["detail"]
+
+
+async def test_a_recorder_without_the_agent_says_how_to_give_it(
+    recorded: tuple[str, httpx.AsyncClient], db_url: str
+) -> None:
+    rec, client = recorded
+    await conversation(client, rec, "a1")
+    async with (
+        recorder_at(db_url, {}) as other,
+        httpx.AsyncClient(base_url=other, timeout=60, trust_env=False) as elsewhere,
+    ):
+        planned = await plan(elsewhere, "a1-r1", messages=["Hi"])  # planning needs no agent
+        assert planned.status_code == 200 and planned.json()["strategy"] == "new-thread"
+        refused = await elsewhere.post("/runs/a1-r1/fork", json={"messages": ["Hi"]})
+        assert (refused.status_code, refused.json()["detail"]) == (
+            404,
+            "run 'a1-r1' was recorded through agent 'demo', whose URL this recorder does not "
+            "know: start it with --agent demo=URL (or RECORDER_AGENTS=demo=URL, or a config "
+            "file)",
+        )
