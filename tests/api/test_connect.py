@@ -61,11 +61,13 @@ async def test_connect_restores_threads_as_recorded(
     await post_run(
         client, f"{rec}/runs/{runs[0]}/fork", {"messages": ["Rome?"], "threadId": "done"}
     )
+    # A fork into a new thread: its first run's input holds the history it came from.
+    await post_run(client, f"{rec}/runs/{runs[1]}/fork", {"messages": ["Oslo?"], "threadId": "new"})
     await conversation(client, rec, "waiting")
     body = {"threadId": "pending", "runId": "p1", "messages": [user("delete a.txt", "u")]}
     await post_run(client, f"{rec}/agents/demo", body)
 
-    for thread in ("done", "waiting", "pending"):
+    for thread in ("done", "new", "waiting", "pending"):
         restored = await connect(rec, thread)
         expected = (await client.get(f"/threads/{thread}/state")).json()
         assert view(restored) == view(expected), thread
@@ -74,7 +76,11 @@ async def test_connect_restores_threads_as_recorded(
     said = [m.get("content") for m in (await connect(rec, "done"))["messages"]]
     assert "Rome?" in said and "Deleted report.txt." not in said
     # A thread with no history yet: nothing to restore, and no error.
-    assert view(await connect(rec, "new")) == {"messages": [], "state": {}, "pendingInterrupts": []}
+    assert view(await connect(rec, "none")) == {
+        "messages": [],
+        "state": {},
+        "pendingInterrupts": [],
+    }
 
 
 async def test_connect_follows_a_run_still_going(recorded: tuple[str, httpx.AsyncClient]) -> None:

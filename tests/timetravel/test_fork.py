@@ -10,6 +10,7 @@ posted messages, so both strategies give it the same branch).
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -273,3 +274,27 @@ async def test_a_recorder_without_the_agent_says_how_to_give_it(
             "know: start it with --agent demo=URL (or RECORDER_AGENTS=demo=URL, or a config "
             "file)",
         )
+
+
+async def test_lineage_across_threads_survives_export_and_import(
+    recorded: tuple[str, httpx.AsyncClient], tmp_path: Path
+) -> None:
+    rec, client = recorded
+    r1, _r2, _r3 = await conversation(client, rec, "x1")
+    await fork(client, r1, atSeq=5, messages=["Rome?"], threadId="x1-branch")
+    exported = (await client.get("/export")).content
+    # Newest threads first: the branch comes before the thread it came from.
+    assert exported.index(b'"threadId":"x1-branch"') < exported.index(b'"threadId":"x1"')
+    copy = f"sqlite+aiosqlite:///{tmp_path / 'copy.db'}"
+    async with (
+        recorder_at(copy, {}) as other,
+        httpx.AsyncClient(base_url=other, timeout=60, trust_env=False) as there,
+    ):
+        imported = await there.post(
+            "/import", content=exported, headers={"content-type": "application/x-ndjson"}
+        )
+        assert imported.status_code == 200, imported.text
+        branch = (await there.get("/threads/x1-branch")).json()
+        assert branch["forkedFrom"] == {"threadId": "x1", "runId": r1, "seq": 5}
+        origin = (await there.get("/threads/x1")).json()
+        assert [f["threadId"] for f in origin["forks"]] == ["x1-branch"]
