@@ -132,3 +132,9 @@ async def test_a_fork_through_the_database_needs_the_agents_url(
     )
     assert done.code == 0, done.err
     assert (await recorded.http.get(f"/threads/thread-via-{how}")).json()["runCount"] == 1
+
+
+async def test_bad_options_are_one_line(recorded: Recorded) -> None:
+    done = await run_main("fork", "t1-r1", "--at", "-5", "--dry-run", "--db", recorded.db)
+    assert done.code == 2 and done.err.startswith("recorder: fork options: at_seq: ")
+    assert done.err.count("\n") == 1

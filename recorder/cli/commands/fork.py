@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+from pydantic import ValidationError
 
 from recorder.cli.commands.replay import write_stream
 from recorder.cli.context import Context
@@ -90,8 +91,11 @@ def fork_options(args: argparse.Namespace) -> ForkOptions:
 def _options(fields: dict[str, Any]) -> ForkOptions:
     try:
         return ForkOptions.model_validate(fields)
-    except ValueError as exc:  # a pydantic ValidationError
-        raise InputError(f"fork options: {exc}") from None
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()
+        )
+        raise InputError(f"fork options: {problems}") from None
 
 
 def _json_file(name: str, flag: str) -> Any:
