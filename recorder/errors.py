@@ -1,21 +1,30 @@
 """The project's errors, in one tree.
 
     RecorderError
-    ├── ConfigError            bad settings: an agent spec, a database URL
-    ├── StoreError             anything the event store reports
-    │   ├── StoreUnavailable   the database cannot be reached or opened
-    │   │   └── NotMigrated    it has no recorder tables
-    │   ├── NotFound           an unknown run or thread
+    ├── ConfigError             bad settings: an agent spec, a database URL
+    ├── StoreError              anything the event store reports
+    │   ├── StoreUnavailable    the database cannot be reached or opened
+    │   │   └── NotMigrated     it has no recorder tables
+    │   ├── NotFound            an unknown run, thread or agent
     │   │   ├── RunNotFound
-    │   │   └── ThreadNotFound
-    │   ├── Conflict           a duplicate run id, a seq taken by a concurrent writer
-    │   ├── RunClosed          appending to a run that has a terminal status
+    │   │   ├── ThreadNotFound
+    │   │   └── AgentNotFound   no agent of that name is configured (raised by the proxy)
+    │   ├── Conflict            a duplicate run id, a seq taken by a concurrent writer
+    │   ├── RunClosed           appending to a run that has a terminal status
     │   └── AppendOnlyViolation the database refused to change a recorded event
-    ├── InputError             a request or file we cannot use (bad JSON, missing ids)
-    └── UpstreamError          the agent behind the proxy failed (refused, non-2xx, ...)
+    ├── InputError              a request or file we cannot use (bad JSON, missing ids)
+    │   ├── BodyTooLarge        a posted body over ``max_body_bytes``
+    │   └── FrameTooLarge       an SSE frame over ``max_frame_bytes`` (``recorder.wire.sse``)
+    ├── TooManyRuns             ``max_concurrent_runs`` runs are being recorded already
+    └── UpstreamError           the agent behind the proxy cannot be reached, or its answer broke
+        ├── ConnectFailed       no connection (refused, unresolvable, TLS, not an http(s) URL)
+        ├── Disconnected        the connection ended before the whole answer, or it is not HTTP
+        └── UpstreamTimeout     the agent was silent past the idle timeout (a TimeoutError too)
 
 Driver errors never leave the store: they are translated in one place
-(``recorder.store.errors.store_errors``), the original chained with ``from``.
+(``recorder.store.errors.store_errors``), the original chained with ``from``. The agent client
+(``recorder.proxy.upstream``) raises only ``UpstreamError``s; the proxy turns them into a
+RUN_ERROR of its own on the client's stream (or the relayed answer), never into an HTTP error.
 """
 
 from __future__ import annotations
@@ -57,6 +66,12 @@ class ThreadNotFound(NotFound):
         self.thread_id = thread_id
 
 
+class AgentNotFound(NotFound):
+    def __init__(self, name: str) -> None:
+        super().__init__(f"no agent named {name!r} is configured")
+        self.name = name
+
+
 class Conflict(StoreError):
     pass
 
@@ -73,5 +88,25 @@ class InputError(RecorderError):
     pass
 
 
+class BodyTooLarge(InputError):
+    pass
+
+
+class TooManyRuns(RecorderError):
+    pass
+
+
 class UpstreamError(RecorderError):
+    pass
+
+
+class ConnectFailed(UpstreamError):
+    pass
+
+
+class Disconnected(UpstreamError):
+    pass
+
+
+class UpstreamTimeout(UpstreamError, TimeoutError):
     pass

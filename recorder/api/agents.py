@@ -6,21 +6,14 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response, StreamingResponse
 
 from recorder.api.deps import RuntimeDep, TokenDep
-from recorder.api.proxy_endpoint import SSE_HEADERS, read_body
-from recorder.api.views import ERRORS, JSON, stream_doc
+from recorder.api.proxy_endpoint import read_body
+from recorder.api.views import ERRORS, JSON, SSE_HEADERS, stream_doc
 from recorder.errors import InputError, ThreadNotFound
 from recorder.models import AgentList
-from recorder.proxy.proxy import Relay, Stream, parse_run_input
+from recorder.proxy.request import parse_run_input
 from recorder.timetravel.replay import ThreadStream
 
 router = APIRouter(tags=["agents"])
-
-
-def respond(result: Relay | Stream) -> Response:
-    if isinstance(result, Relay):
-        return Response(result.body, status_code=result.status, media_type=result.content_type)
-    headers = {**SSE_HEADERS, "x-recorder-run-id": result.run_id}
-    return StreamingResponse(result.chunks, media_type="text/event-stream", headers=headers)
 
 
 @router.get(

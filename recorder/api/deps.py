@@ -10,14 +10,15 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
 from recorder.errors import (
+    BodyTooLarge,
     Conflict,
     InputError,
     NotFound,
     RecorderError,
     RunClosed,
     StoreUnavailable,
+    TooManyRuns,
 )
-from recorder.proxy.proxy import BodyTooLarge, TooManyRuns
 from recorder.runtime import Runtime
 
 

@@ -19,11 +19,11 @@ from starlette.datastructures import Headers
 from starlette.types import Receive, Scope, Send
 
 from recorder.api.deps import status_for
-from recorder.errors import RecorderError
-from recorder.proxy.proxy import BodyTooLarge, Relay, Stream
+from recorder.api.views import SSE_HEADERS
+from recorder.errors import BodyTooLarge, RecorderError
+from recorder.proxy.proxy import Relay, Stream
 from recorder.runtime import Runtime
 
-SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}  # every SSE answer
 _SSE_HEAD = [(b"content-type", b"text/event-stream")] + [
     (name.encode(), value.encode()) for name, value in SSE_HEADERS.items()
 ]

@@ -5,10 +5,9 @@ from __future__ import annotations
 from fastapi import APIRouter, Header, Query, Request
 from fastapi.responses import Response
 
-from recorder.api.agents import respond
 from recorder.api.deps import RuntimeDep, TokenDep
-from recorder.api.proxy_endpoint import SSE_HEADERS, header_value
-from recorder.api.views import ERRORS, JSON, EventStream, stream_doc
+from recorder.api.proxy_endpoint import header_value
+from recorder.api.views import ERRORS, JSON, SSE_HEADERS, EventStream, proxied_response, stream_doc
 from recorder.errors import InputError, NotFound
 from recorder.models import EventPage, ForkBody, ForkPlan, Run, State, Verification
 from recorder.proxy.proxy import Relay
@@ -111,7 +110,7 @@ async def fork_run(run_id: str, body: ForkBody, request: Request, runtime: Runti
     result = await runtime.proxy.start(
         plan.agent, plan.body, request.headers, parent=(plan.parent_run_id, plan.parent_seq)
     )
-    response = respond(result)
+    response = proxied_response(result)
     if isinstance(result, Relay):
         response.headers[RELAYED] = "true"
     response.headers[FORK_STRATEGY] = plan.strategy

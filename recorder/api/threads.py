@@ -5,8 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Query
 
 from recorder.api.deps import RuntimeDep, TokenDep
-from recorder.api.proxy_endpoint import SSE_HEADERS
-from recorder.api.views import ERRORS, JSON, EventStream, stream_doc
+from recorder.api.views import ERRORS, JSON, SSE_HEADERS, EventStream, stream_doc
 from recorder.models import State, ThreadDetail, ThreadHistory, ThreadPage
 from recorder.timetravel import views
 from recorder.timetravel.replay import ThreadStream

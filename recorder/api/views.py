@@ -1,4 +1,5 @@
-"""How answers go out: orjson for JSON, documented SSE and JSONL, the error shapes.
+"""How answers go out: orjson for JSON, documented SSE and JSONL, the error shapes, a
+proxied run.
 
 The answers themselves are built in ``recorder.timetravel.views`` and described by
 ``recorder.models``; a route declares its model (``response_model``) and sends the dict
@@ -10,10 +11,13 @@ from __future__ import annotations
 
 from typing import Any
 
-import orjson
-from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.responses import JSONResponse, Response, StreamingResponse
 
 from recorder.models import ErrorDetail
+from recorder.proxy.proxy import Relay, Stream
+from recorder.wire.jsontext import dump
+
+SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}  # every SSE answer
 
 
 class JSON(JSONResponse):
@@ -24,7 +28,7 @@ class JSON(JSONResponse):
     media_type = "application/json"
 
     def render(self, content: Any) -> bytes:
-        return orjson.dumps(content, option=orjson.OPT_UTC_Z)
+        return dump(content)
 
 
 class EventStream(StreamingResponse):
@@ -33,6 +37,13 @@ class EventStream(StreamingResponse):
 
 class JSONLines(StreamingResponse):
     media_type = "application/x-ndjson"
+
+
+def proxied_response(result: Relay | Stream) -> Response:
+    """What ``Proxy.start`` returned, as a route's answer (the fork route's, say)."""
+    if isinstance(result, Relay):
+        return Response(result.body, status_code=result.status, media_type=result.content_type)
+    return EventStream(result.chunks, headers={**SSE_HEADERS, "x-recorder-run-id": result.run_id})
 
 
 def _error(description: str) -> dict[str, Any]:

@@ -6,16 +6,16 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-import orjson
 from pydantic import BaseModel
+
+from recorder.wire.jsontext import dump
 
 
 def json_text(value: Any, *, indent: bool = True) -> str:
     """A JSON value as JSON (``null``, ``"text"``), models as the API writes them."""
     if isinstance(value, BaseModel):
         value = value.model_dump(mode="json", by_alias=True)
-    option = orjson.OPT_INDENT_2 if indent else 0
-    return orjson.dumps(value, option=option | orjson.OPT_UTC_Z).decode()
+    return dump(value, indent=indent).decode()
 
 
 class Output:

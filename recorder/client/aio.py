@@ -33,6 +33,7 @@ from recorder.models import (
     ThreadPage,
     Verification,
 )
+from recorder.wire.jsontext import parse
 
 M = TypeVar("M", bound=BaseModel)
 Lines = bytes | Iterable[bytes] | AsyncIterable[bytes]
@@ -206,7 +207,7 @@ class AsyncRecorderClient:
         """A dry run of ``fork``: the RunAgentInput it would post, and to which agent."""
         body = _fork_body(options, fields, dry_run=True)
         response = await self._send("POST", f"/runs/{_seg(run_id)}/fork", json=body)
-        return ForkPlan.model_validate_json(response.content)
+        return _validated(ForkPlan, response.content)
 
     async def fork(
         self, run_id: str, options: ForkOptions | None = None, /, **fields: Any
@@ -232,14 +233,14 @@ class AsyncRecorderClient:
         content = data if isinstance(data, bytes) else _upload(data)
         headers = {"content-type": "application/x-ndjson"}
         response = await self._send("POST", "/import", content=content, headers=headers)
-        return ImportReport.model_validate_json(response.content)
+        return _validated(ImportReport, response.content)
 
     # -- plumbing ----------------------------------------------------------------------------
 
     async def _get(self, model: type[M], path: str, **params: Any) -> M:
         query = {k: v for k, v in params.items() if v is not None}
         response = await self._send("GET", path, params=query)
-        return model.model_validate_json(response.content)
+        return _validated(model, response.content)
 
     async def _send(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
         try:
@@ -293,3 +294,15 @@ async def _upload(lines: Iterable[bytes] | AsyncIterable[bytes]) -> AsyncIterato
     else:
         for line in lines:
             yield line
+
+
+def _validated(model: type[M], content: bytes) -> M:
+    """The answer as ``model``; pydantic's own JSON reader refuses half a surrogate pair,
+    which an answer may hold (it holds what the agent streamed), so that is read as the
+    recorder reads it."""
+    try:
+        return model.model_validate_json(content)
+    except ValidationError as exc:
+        if exc.errors()[0]["type"] != "json_invalid":
+            raise
+    return model.model_validate(parse(content))

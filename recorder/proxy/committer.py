@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 
 from recorder.store import Appended, EventStore, NewEvent
 
+_MAX_GROUP = 5000  # events per commit; a batch larger on its own is committed alone
+
 
 @dataclass(slots=True)
 class _Batch:
@@ -29,11 +31,10 @@ class _Batch:
 
 
 class GroupCommitter:
-    def __init__(self, store: EventStore, *, max_events: int = 5000) -> None:
+    def __init__(self, store: EventStore) -> None:
         self._store = store
         self._queue: deque[_Batch] = deque()
         self._ready = asyncio.Event()
-        self._max = max_events
         self._task: asyncio.Task[None] | None = None
         self._busy = False  # a commit is under way (the writer's or a caller's own)
         self._direct = bool(getattr(store, "append_survives_cancel", False))
@@ -77,7 +78,7 @@ class GroupCommitter:
     def _take(self) -> list[_Batch]:
         group: list[_Batch] = []
         count = 0
-        while self._queue and (not group or count + len(self._queue[0].events) <= self._max):
+        while self._queue and (not group or count + len(self._queue[0].events) <= _MAX_GROUP):
             batch = self._queue.popleft()
             group.append(batch)
             count += len(batch.events)

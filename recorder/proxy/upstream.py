@@ -18,6 +18,9 @@ byte of an answer goes again, once, on a new connection: that is a server closin
 idle connection as the request arrived. Otherwise a request is never repeated: the agent
 may be running it. 1xx interim answers are skipped; at most 64 idle connections are kept
 per agent.
+
+Every failure is one of ``recorder.errors``' ``UpstreamError``s: ``ConnectFailed`` (no
+connection), ``Disconnected`` (the answer broke off, or is not HTTP), ``UpstreamTimeout``.
 """
 
 from __future__ import annotations
@@ -34,26 +37,11 @@ from urllib.parse import urlsplit
 
 import httptools
 
-_HIGH_WATER = 256 * 1024  # unread bytes at which reading pauses
-_LOW_WATER = 64 * 1024
+from recorder.errors import ConnectFailed, Disconnected, UpstreamError, UpstreamTimeout
+
+_HIGH_WATER = 256 * 1024  # unread bytes at which reading pauses (until they are read)
 _STALE_WINDOW = 0.1  # seconds: a pooled connection that dies this fast was closed idle
 _MAX_IDLE = 64  # idle connections kept per agent
-
-
-class UpstreamError(Exception):
-    """The agent could not be reached, or its answer broke off."""
-
-
-class ConnectFailed(UpstreamError):
-    pass
-
-
-class Disconnected(UpstreamError):
-    pass
-
-
-class UpstreamTimeout(UpstreamError, TimeoutError):
-    pass
 
 
 @dataclass(frozen=True, slots=True)

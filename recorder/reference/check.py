@@ -1,83 +1,145 @@
 """The reference client's checks on a recorded stream, in its order.
 
 The client takes every frame through its compatibility boundary, enforcement, chunk
-expansion and only then the lifecycle verifier (reference 3.1), so a check that skipped
-the first three would both miss rejections (an invalid field, a chunk error) and report
-false ones (a TEXT_MESSAGE_CHUNK pair is valid). ``StreamCheck`` runs all four.
+expansion and only then the lifecycle verifier (``recorder.reference``), so a check that
+skipped the first three would both miss rejections (an invalid field, a chunk error) and
+report false ones (a TEXT_MESSAGE_CHUNK pair is valid). ``StreamCheck`` runs them all.
+
+Its reducer can fail the run too, on state patches whose result it cannot clone (a function)
+or a state it cannot copy (a cycle): ``StreamCheck`` keeps the state (``recorder.reference
+.state``) to find those. The rest of the reducer only warns, and is the fold's business.
+
+Only a patch that moves the root or reads a prototype member can lead there, so the state is
+brought up to date when one comes: the patches before it wait (a snapshot drops them), up to
+a bound, which keeps a stream of ordinary patches nearly free to check.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Any
+import contextlib
+from collections.abc import Iterable
+from typing import Final
 
-import orjson
-
-from recorder.reference.chunks import CHUNK_TYPES, ChunkError, ChunkLanes
-from recorder.reference.compat import TRANSLATED_TYPES, Compatibility
-from recorder.reference.enforce import InvalidEvent, enforce
+from recorder.reference import Frame, JSONObject, JSONValue
+from recorder.reference.enforce import KNOWN_TYPES
+from recorder.reference.inbound import Handler, Inbound
+from recorder.reference.jsprototypes import CONSTRUCTORS, PROTOTYPES, JSFunction
+from recorder.reference.patch import PatchError, UnclonableResult
+from recorder.reference.state import RunFails, StateDocument
 from recorder.reference.verify import Verifier, Violation
-
-NOT_JSON = "Invalid event: the frame is not a JSON object."
-NO_TYPE = "Invalid event: the frame carries no event type."
+from recorder.wire.jsontext import printable
 
 
-class StreamCheck:
-    """Feed frames in order; each answer is the first problem that frame causes, if any."""
+class StreamCheck(Inbound):
+    """Feed frames in order; each answer is the first problem that frame causes, if any.
 
-    __slots__ = ("_compat", "_count", "_lanes", "_verifier", "violations")
+    ``state`` is where the client started (a run's posted input); None means ``{}``.
+    """
 
-    def __init__(self) -> None:
-        self._compat = Compatibility()
-        self._lanes = ChunkLanes()
+    __slots__ = ("_failed", "_state", "_verifier", "violations")
+
+    def __init__(self, state: JSONValue = None) -> None:
+        super().__init__(_CHECKS)
+        self._state = _DeferredState({} if state is None else state)
         self._verifier = Verifier()
-        self._count = 0
+        self._failed = -1  # the last frame that failed: the reference stops reading it there
         self.violations: list[Violation] = []
 
-    def feed(self, frame: bytes | Mapping[str, Any]) -> Violation | None:
-        index = self._count
-        self._count += 1
-        if isinstance(frame, Mapping):
-            event: Any = dict(frame)
-        else:
-            try:
-                event = orjson.loads(frame)
-            except orjson.JSONDecodeError:
-                return self._violation(index, None, NOT_JSON)
-        if not isinstance(event, dict):
-            return self._violation(index, None, NOT_JSON)
-        kind = event.get("type")
-        if not isinstance(kind, str) or not kind:
-            return self._violation(index, None, NO_TYPE)
-        return self._check(index, kind, event)
+    def feed(self, frame: Frame) -> Violation | None:  # type: ignore[override]
+        found = len(self.violations)
+        super().feed(frame)
+        return self.violations[found] if len(self.violations) > found else None
 
-    def _check(self, index: int, kind: str, event: dict[str, Any]) -> Violation | None:
+    def _verify(self, index: int, event: JSONObject) -> bool:
+        if self._failed == index:
+            return False
+        found = self._verifier.feed(event)
+        if found is not None:
+            self._reject(index, found.type, found.message)
+        return found is None
+
+    def _state_snapshot(self, index: int, event: JSONObject) -> None:
+        if self._verify(index, event):
+            self._state.snapshot(event["snapshot"])
+
+    def _state_delta(self, index: int, event: JSONObject) -> None:
+        if not self._verify(index, event):
+            return
         try:
-            if kind in TRANSLATED_TYPES or "rawEvent" in event:
-                event = self._compat.translate(event, lambda _id: False)
-            if not enforce(event):
-                return None  # the client drops unknown event types with a warning
-            expanded = (
-                self._lanes.expand(event) if self._lanes.lanes or kind in CHUNK_TYPES else [event]
+            self._state.delta(event["delta"], plain=not self._slow)
+        except (PatchError, UnclonableResult):
+            pass  # discarded with a warning, or kept cyclic: the run goes on
+        except RunFails as exc:
+            kind = event["type"]
+            self._reject(
+                index, kind, f"Cannot apply {kind}: the reference client's run fails: {exc}"
             )
-        except InvalidEvent as exc:
-            return self._violation(index, kind, f"Invalid {kind} event: {exc}")
-        except ChunkError as exc:
-            return self._violation(index, kind, str(exc))
-        for item in expanded:
-            found = self._verifier.feed(item)
-            if found is not None:
-                return self._violation(index, kind, found.message)
-        return None
 
-    def _violation(self, index: int, kind: str | None, message: str) -> Violation:
-        found = Violation(index, kind, message)
-        self.violations.append(found)
-        return found
+    def _taken(self, candidate: str) -> bool:
+        return self._verifier.knows(candidate)
+
+    def _reject(self, index: int, kind: str | None, message: str) -> None:
+        # Half a surrogate pair in an id would make the text unwritable: it is escaped.
+        self._failed = index
+        self.violations.append(Violation(index, kind, printable(message)))
 
 
-def verify_frames(frames: Iterable[bytes | Mapping[str, Any]]) -> list[Violation]:
-    check = StreamCheck()
+class _DeferredState:
+    """A StateDocument whose ordinary patches wait until one that could fail the run comes."""
+
+    __slots__ = ("document", "waiting")
+
+    def __init__(self, value: JSONValue) -> None:
+        self.document = StateDocument(value)
+        self.waiting: list[JSONValue] = []
+
+    def snapshot(self, value: JSONValue) -> None:
+        self.document.snapshot(value)
+        self.waiting.clear()
+
+    def delta(self, patch: JSONValue, *, plain: bool) -> None:
+        """StateDocument.delta's outcome; RunFails only ever from the patch given."""
+        if not self.document.cyclic and not _exotic(patch):
+            self.waiting.append(patch)
+            if len(self.waiting) < _WAITING:
+                return
+            patch = self.waiting.pop()
+        for waiting in self.waiting:  # none of them can fail the run
+            with contextlib.suppress(PatchError):
+                self.document.delta(waiting, plain=plain)
+        self.waiting.clear()
+        self.document.delta(patch, plain=plain)
+
+
+_WAITING: Final = 64
+_FUNCTION_NAMES: Final = frozenset(
+    name
+    for members in (*PROTOTYPES.values(), *(c.members for c in CONSTRUCTORS.values()))
+    for name, value in members.items()
+    if type(value) is JSFunction
+)
+
+
+def _exotic(patch: JSONValue) -> bool:
+    """Whether ``patch`` moves the root or reads through a prototype member (a function)."""
+    for op in patch if type(patch) is list else ():
+        source = op.get("from") if type(op) is dict and op.get("op") in ("move", "copy") else None
+        if type(source) is str and (
+            source == "" or any(key in _FUNCTION_NAMES for key in source.split("/"))
+        ):
+            return True
+    return False
+
+
+_CHECKS: Final[dict[str, Handler]] = {
+    **dict.fromkeys(KNOWN_TYPES, StreamCheck._verify),
+    "STATE_SNAPSHOT": StreamCheck._state_snapshot,
+    "STATE_DELTA": StreamCheck._state_delta,
+}
+
+
+def verify_frames(frames: Iterable[Frame], *, state: JSONValue = None) -> list[Violation]:
+    check = StreamCheck(state)
     for frame in frames:
         check.feed(frame)
     return check.violations

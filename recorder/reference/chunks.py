@@ -1,9 +1,4 @@
-"""Chunk expansion: the third stage of the reference client's inbound pipeline.
-
-The 1.0 ``@ag-ui/client`` takes each event through its compatibility boundary
-(``recorder.reference.compat``), then enforcement (``recorder.reference.enforce``), then
-chunk expansion, and only then hands it to its reducer (``recorder.reference.projector``) or
-its lifecycle verifier (``recorder.reference.verify``).
+"""Chunk expansion: the stage after enforcement (the order: ``recorder.reference``).
 
 Chunk expansion (``src/chunks/transform.ts``) turns TEXT_MESSAGE_CHUNK, TOOL_CALL_CHUNK and
 REASONING_MESSAGE_CHUNK into start/content/end events, one pending stream per lane (per
@@ -17,7 +12,8 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from recorder.reference.enforce import RUN_SCOPED_TYPES, Event
+from recorder.reference import JSONObject
+from recorder.reference.enforce import RUN_SCOPED_TYPES
 
 
 class ChunkError(Exception):
@@ -78,9 +74,9 @@ class ChunkLanes:
     def __init__(self) -> None:
         # owner -> {"kind", "id", and the opener's fields: role, name, toolCallName,
         # parentMessageId, subagentRunId}; insertion order is the order lanes close in.
-        self.lanes: dict[str | None, dict[str, Any]] = {}
+        self.lanes: dict[str | None, JSONObject] = {}
 
-    def expand(self, event: Event) -> list[Event]:
+    def expand(self, event: JSONObject) -> list[JSONObject]:
         """The events ``event`` stands for; raises ChunkError where the reference fails."""
         kind = event["type"]
         if kind in _CHUNKS:
@@ -102,7 +98,7 @@ class ChunkLanes:
         made.lanes = {owner: dict(pending) for owner, pending in data}
         return made
 
-    def _close(self, owner: str | None) -> list[Event]:
+    def _close(self, owner: str | None) -> list[JSONObject]:
         pending = self.lanes.pop(owner, None)
         if pending is None:
             return []
@@ -112,12 +108,12 @@ class ChunkLanes:
             end["subagentRunId"] = pending["subagentRunId"]
         return [end]
 
-    def _expand_chunk(self, chunk: Event, kind: str, entity: str) -> list[Event]:
+    def _expand_chunk(self, chunk: JSONObject, kind: str, entity: str) -> list[JSONObject]:
         start_type, content_type, _, id_field = _STREAMS[kind]
         entity_id, tag = chunk.get(id_field), chunk.get("subagentRunId")
         lane = self._resolve(kind, entity_id, tag, chunk["type"], entity)
         pending = self.lanes.get(lane)
-        out: list[Event] = []
+        out: list[JSONObject] = []
         if pending is not None and pending["kind"] == kind and entity_id in (None, pending["id"]):
             for field in _AGREEING.get(kind, ()):
                 _agree(entity, pending["id"], field, chunk.get(field), pending.get(field))
@@ -140,12 +136,12 @@ class ChunkLanes:
             out.append(_with_metadata(content, chunk))
         return out
 
-    def _open(self, chunk: Event, kind: str, lane: str | None) -> dict[str, Any]:
+    def _open(self, chunk: JSONObject, kind: str, lane: str | None) -> JSONObject:
         chunk_type = chunk["type"]
         for required in _REQUIRED_TO_OPEN[kind]:
             if chunk.get(required) is None:
                 raise ChunkError(f"First {chunk_type} must have a {required}")
-        pending: dict[str, Any] = {"kind": kind, "id": chunk[_STREAMS[kind][3]]}
+        pending: JSONObject = {"kind": kind, "id": chunk[_STREAMS[kind][3]]}
         if kind == "text":  # absent means assistant, stated by the spec, applied here
             pending["role"] = chunk.get("role", "assistant")
         elif kind == "reasoning":
@@ -209,7 +205,7 @@ def _agree(entity: str, entity_id: str, field: str, incoming: Any, established: 
         )
 
 
-def _with_metadata(event: Event, chunk: Event) -> Event:
+def _with_metadata(event: JSONObject, chunk: JSONObject) -> JSONObject:
     # Every event made from a chunk carries its metadata, except the END that closes the
     # previous stream (it would leak onto the message being closed).
     if "metadata" in chunk:

@@ -1,9 +1,4 @@
-"""The compatibility boundary: the first stage of the reference client's inbound pipeline.
-
-The 1.0 ``@ag-ui/client`` takes each event through this boundary, then enforcement
-(``recorder.reference.enforce``), then chunk expansion (``recorder.reference.chunks``), and
-only then hands it to its reducer (``recorder.reference.projector``) or its lifecycle
-verifier (``recorder.reference.verify``).
+"""The compatibility boundary: the first stage after parsing (the order: ``recorder.reference``).
 
 The boundary (``src/middleware/compatibility-boundary.ts``) translates retired shapes into 1.0
 ones: THINKING_* events become REASONING_* events, legacy nulls become absent fields, legacy
@@ -11,16 +6,21 @@ ones: THINKING_* events become REASONING_* events, legacy nulls become absent fi
 stream (the open THINKING span and message), and its state round-trips through JSON for
 checkpoints.
 
-The reference mints random UUIDs for THINKING events, which carry no ids. A fold must be
-deterministic, so ours are ``thinking-1``, ``thinking-2``, ... (skipping ids already taken).
+The reference mints random UUIDs for THINKING events, which carry no ids, so they never meet
+an id the producer uses. A fold must be deterministic, so ours are UUIDs too, but the n-th
+is always the same one (``minted_id``): derived from a hash, as far from what a producer
+writes as a random one, and skipped should the stream have used it already.
 """
 
 from __future__ import annotations
 
+import hashlib
+import uuid
 from collections.abc import Callable
 from typing import Any, Final
 
-from recorder.reference.enforce import MEDIA_PART_TYPES, Event
+from recorder.reference import JSONObject
+from recorder.reference.enforce import MEDIA_PART_TYPES
 from recorder.reference.jsvalues import js_strict_equal, js_truthy
 
 
@@ -34,7 +34,7 @@ class Compatibility:
         self.message_id: str | None = None
         self.minted = 0
 
-    def translate(self, event: Event, taken: Callable[[str], bool]) -> Event:
+    def translate(self, event: JSONObject, taken: Callable[[str], bool]) -> JSONObject:
         """The 1.0 shape of ``event`` (changed in place); ``taken`` says which ids exist."""
         if event.get("rawEvent", 0) is None:
             del event["rawEvent"]
@@ -55,50 +55,50 @@ class Compatibility:
     def _mint(self, taken: Callable[[str], bool]) -> str:
         while True:
             self.minted += 1
-            candidate = f"thinking-{self.minted}"
+            candidate = minted_id(self.minted)
             if not taken(candidate):
                 return candidate
 
-    def _thinking_start(self, event: Event, taken: Callable[[str], bool]) -> None:
+    def _thinking_start(self, event: JSONObject, taken: Callable[[str], bool]) -> None:
         self.reasoning_id = self._mint(taken)
         event.pop("title", None)  # REASONING_START has no title: the label is lost
         event.update(type="REASONING_START", messageId=self.reasoning_id)
 
-    def _thinking_end(self, event: Event, taken: Callable[[str], bool]) -> None:
+    def _thinking_end(self, event: JSONObject, taken: Callable[[str], bool]) -> None:
         # With no opener there is no id to continue, so one is minted (and verification
         # later rejects the event for naming something nothing opened).
         span = self.reasoning_id or self._mint(taken)
         self.reasoning_id = None
         event.update(type="REASONING_END", messageId=span)
 
-    def _thinking_message_start(self, event: Event, taken: Callable[[str], bool]) -> None:
+    def _thinking_message_start(self, event: JSONObject, taken: Callable[[str], bool]) -> None:
         self.message_id = self._mint(taken)
         event.update(type="REASONING_MESSAGE_START", messageId=self.message_id, role="reasoning")
 
-    def _thinking_message_content(self, event: Event, taken: Callable[[str], bool]) -> None:
+    def _thinking_message_content(self, event: JSONObject, taken: Callable[[str], bool]) -> None:
         message = self.message_id or self._mint(taken)
         event.update(type="REASONING_MESSAGE_CONTENT", messageId=message)
 
-    def _thinking_message_end(self, event: Event, taken: Callable[[str], bool]) -> None:
+    def _thinking_message_end(self, event: JSONObject, taken: Callable[[str], bool]) -> None:
         message = self.message_id or self._mint(taken)
         self.message_id = None
         event.update(type="REASONING_MESSAGE_END", messageId=message)
 
-    def _tool_call(self, event: Event, taken: Callable[[str], bool]) -> None:
+    def _tool_call(self, event: JSONObject, taken: Callable[[str], bool]) -> None:
         _omit_null(event, "parentMessageId")
 
-    def _run_finished(self, event: Event, taken: Callable[[str], bool]) -> None:
+    def _run_finished(self, event: JSONObject, taken: Callable[[str], bool]) -> None:
         _omit_null(event, "result")
         _omit_null(event, "outcome")
 
-    def _subagent_finished(self, event: Event, taken: Callable[[str], bool]) -> None:
+    def _subagent_finished(self, event: JSONObject, taken: Callable[[str], bool]) -> None:
         _omit_null(event, "result")
 
-    def _messages_snapshot(self, event: Event, taken: Callable[[str], bool]) -> None:
+    def _messages_snapshot(self, event: JSONObject, taken: Callable[[str], bool]) -> None:
         if type(event.get("messages")) is list:
             event["messages"] = [_upgrade_message(m) for m in event["messages"]]
 
-    def _run_started(self, event: Event, taken: Callable[[str], bool]) -> None:
+    def _run_started(self, event: JSONObject, taken: Callable[[str], bool]) -> None:
         given = event.get("input")
         if type(given) is not dict:
             return
@@ -112,7 +112,15 @@ class Compatibility:
         event["input"] = given
 
 
-_TRANSLATIONS: Final[dict[str, Callable[[Compatibility, Event, Callable[[str], bool]], None]]] = {
+def minted_id(number: int) -> str:
+    """The ``number``-th id the boundary mints: a version 4 UUID made from a hash."""
+    digest = hashlib.sha256(b"agui-recorder minted id %d" % number).digest()
+    return str(uuid.UUID(bytes=digest[:16], version=4))
+
+
+_TRANSLATIONS: Final[
+    dict[str, Callable[[Compatibility, JSONObject, Callable[[str], bool]], None]]
+] = {
     "THINKING_START": Compatibility._thinking_start,
     "THINKING_END": Compatibility._thinking_end,
     "THINKING_TEXT_MESSAGE_START": Compatibility._thinking_message_start,
@@ -129,7 +137,7 @@ TRANSLATED_TYPES: Final = frozenset(_TRANSLATIONS)
 """Types the boundary may change; any other event needs it only for a ``rawEvent: null``."""
 
 
-def _omit_null(record: dict[str, Any], field: str) -> None:
+def _omit_null(record: JSONObject, field: str) -> None:
     if field in record and record[field] is None:
         del record[field]
 
@@ -165,7 +173,7 @@ def _upgrade_binary(part: Any, siblings: list[Any]) -> list[Any]:
     if source is None:  # only an id: no modern equivalent, left for enforcement to drop
         return [part]
     kind = next((k for k in ("image", "audio", "video") if mime.startswith(f"{k}/")), "document")
-    converted: dict[str, Any] = {
+    converted: JSONObject = {
         "type": kind,
         "source": {"type": source, "value": part[source], "mimeType": mime},
     }
@@ -177,7 +185,7 @@ def _upgrade_binary(part: Any, siblings: list[Any]) -> list[Any]:
     return [converted]
 
 
-def _mirrors(part: Any, converted: dict[str, Any], filename: Any) -> bool:
+def _mirrors(part: Any, converted: JSONObject, filename: Any) -> bool:
     if type(part) is not dict or part.get("type") != converted["type"]:
         return False
     source, wanted = part.get("source"), converted["source"]

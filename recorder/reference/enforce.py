@@ -1,9 +1,4 @@
-"""Enforcement: the second stage of the reference client's inbound pipeline.
-
-The 1.0 ``@ag-ui/client`` takes each event through its compatibility boundary
-(``recorder.reference.compat``), then enforcement, then chunk expansion
-(``recorder.reference.chunks``), and only then hands it to its reducer
-(``recorder.reference.projector``) or its lifecycle verifier (``recorder.reference.verify``).
+"""Enforcement: the stage after the compatibility boundary (the order: ``recorder.reference``).
 
 Enforcement (``src/enforce/*.ts`` with the generated 1.0 schemas) drops events of unknown
 type (``enforce`` answers False for them) and validates the structured fields of the rest,
@@ -23,7 +18,8 @@ import re
 from collections.abc import Callable
 from typing import Any, Final
 
-Event = dict[str, Any]
+from recorder.reference import JSONObject
+
 Conform = Callable[[Any], Any]
 
 
@@ -113,7 +109,7 @@ def _shape(fields: dict[str, tuple[Conform, bool]]) -> Conform:
     def conform(value: Any) -> Any:
         if type(value) is not dict:
             raise InvalidEvent("expected an object")
-        kept: dict[str, Any] = {}
+        kept: JSONObject = {}
         failure: InvalidEvent | None = None
         for key, item in value.items():
             spec = fields.get(key)
@@ -439,8 +435,9 @@ _EVENTS: Final = {
 KNOWN_TYPES: Final = frozenset(_EVENTS)
 
 
-def enforce(event: Event) -> bool:
-    """Validate a known event in place (nested values conformed); False if its type is unknown.
+def enforce(event: JSONObject) -> bool:
+    """Validate a known event in place (nested values conformed, unknown keys stripped);
+    False if its type is unknown.
 
     Raises InvalidEvent where the reference's schema would reject the event.
     """
@@ -462,11 +459,15 @@ def enforce(event: Event) -> bool:
     return True
 
 
-def _enforce_fields(event: Event, spec: _Spec) -> None:
-    conformed: dict[str, Any] | None = None
+def _enforce_fields(event: JSONObject, spec: _Spec) -> None:
+    conformed: JSONObject | None = None
+    unknown: list[str] | None = None
     for name, value in event.items():
         conform = spec.fields.get(name)
         if conform is None:
+            if name != "type":  # what the schema does not describe is stripped
+                unknown = unknown or []
+                unknown.append(name)
             continue
         if conform is _string:
             if type(value) is not str:
@@ -484,3 +485,5 @@ def _enforce_fields(event: Event, spec: _Spec) -> None:
             del event[name]
         else:
             event[name] = result
+    for name in unknown or ():
+        del event[name]

@@ -3,7 +3,8 @@
 The reference client applies STATE_DELTA and ACTIVITY_DELTA with
 ``applyPatch(doc, patch, validateOperation=true, mutateDocument=false)``: the patch applies
 whole or not at all. We apply in place and keep an undo log, rolling back on failure, so a
-patch costs what its operations touch rather than a copy of the whole state.
+patch costs what its operations touch rather than a copy of the whole state
+(``recorder.reference.edits``).
 
 What a frontend sees is what fast-json-patch does, not what RFC 6902 says, so this is a port
 of its algorithm, quirks included:
@@ -20,10 +21,21 @@ of its algorithm, quirks included:
   ``/array/length`` takes the array's first element.
 - Root moves and copies from a missing path leave the document ``undefined`` (``UNDEFINED``).
 
-Deviations, only where the reference ends in a value JSON cannot hold (its run then fails
-later, when the state is cloned): a JavaScript function reached through a path cannot be
-copied into the document, and moving the root into itself (a cycle) is refused; both raise
-``PatchError``. Non-string ``op`` values count as invalid operations.
+- The reference patches a JSON copy of the document (``JSON.parse(JSON.stringify(doc))``),
+  so Infinity in it reads as ``null``; values the patch brings are placed as they are.
+- Values JSON cannot hold are placed too: a prototype method (``copy`` from ``/toString``
+  places a function, ``JSFunction``) and the document itself (``move`` from the root into one
+  of its children leaves it cyclic). The patch goes on, and a later operation may remove
+  them or replace the root. If the result still holds one, ``UnclonableResult`` says which:
+  the reference's reducer then fails on a function and keeps a cycle. A patch that fails
+  after such a move may have wound its own values into the cycle: ``PatchError`` says so
+  (``cyclic_patch``), because the reference's warning then fails to write the patch down.
+- ``test`` throws when the value it compares with has an own ``hasOwnProperty`` key
+  (``_areEquals`` calls ``b.hasOwnProperty``), and compares numbers as doubles.
+
+Non-string ``op`` values count as invalid operations. Not modelled: a patch whose root is
+a built-in function (copied from ``/toString``) can write into that function, and in the
+reference the write outlives the patch, for the life of the page; here it is not kept.
 """
 
 from __future__ import annotations
@@ -31,130 +43,154 @@ from __future__ import annotations
 import math
 from typing import Any, Final
 
+from recorder.reference import JSONObject
+from recorder.reference.edits import Edits
+from recorder.reference.jsclone import (
+    CIRCULAR,
+    deep_clone,
+    first_function,
+    holds_cycle,
+    holds_function,
+    json_copy_checked,
+)
+from recorder.reference.jsprototypes import PROTOTYPES, JSFunction
+from recorder.reference.jsvalues import (
+    OBJECT_PROTOTYPE,
+    JSTypeError,
+    js_equal,
+    js_get,
+    js_truthy,
+)
+
 # Re-exported: apply_patch may answer UNDEFINED, so its callers take the name from here.
 from recorder.reference.jsvalues import UNDEFINED as UNDEFINED
-from recorder.reference.jsvalues import Sentinel, js_truthy
-
-FUNCTION: Final = Sentinel("FUNCTION")
-"""A JavaScript prototype method, reached through a path such as ``/toString``."""
 
 
 class PatchError(Exception):
-    """The patch did not apply; ``name`` is fast-json-patch's error name."""
+    """The patch did not apply; ``name`` is fast-json-patch's error name (or the JavaScript
+    error's), ``cyclic_patch`` whether the patch's own values ended up in a cycle."""
 
-    def __init__(self, name: str, message: str, index: int | None = None) -> None:
+    def __init__(
+        self, name: str, message: str, index: int | None = None, *, cyclic_patch: bool = False
+    ) -> None:
         where = "" if index is None else f" (operation {index})"
         super().__init__(f"{message}{where} [{name}]")
         self.name = name
         self.index = index
+        self.cyclic_patch = cyclic_patch
 
 
-def _names(words: str) -> frozenset[str]:
-    return frozenset(words.split())
+class UnclonableResult(Exception):
+    """The patch applied, but its result holds a function, or else a cycle (``cycle``); the
+    text is the error a structured clone of it raises, or the one JSON.stringify does."""
+
+    def __init__(self, function: JSFunction | None) -> None:
+        super().__init__(CIRCULAR if function is None else f"{function!r} could not be cloned.")
+        self.cycle = function is None
 
 
-# The prototype members every value of a kind answers to in Node 20 (`obj[key] !== undefined`).
-_OBJECT_PROTO: Final = _names(
-    "__defineGetter__ __defineSetter__ __lookupGetter__ __lookupSetter__ __proto__ constructor "
-    "hasOwnProperty isPrototypeOf propertyIsEnumerable toLocaleString toString valueOf"
-)
-_ARRAY_PROTO: Final = _OBJECT_PROTO | _names(
-    "at concat copyWithin entries every fill filter find findIndex findLast findLastIndex flat "
-    "flatMap forEach includes indexOf join keys lastIndexOf map pop push reduce reduceRight "
-    "reverse shift slice some sort splice toReversed toSorted toSpliced unshift values with"
-)
-_STRING_PROTO: Final = _OBJECT_PROTO | _names(
-    "anchor at big blink bold charAt charCodeAt codePointAt concat endsWith fixed fontcolor "
-    "fontsize includes indexOf isWellFormed italics lastIndexOf link localeCompare match "
-    "matchAll normalize padEnd padStart repeat replace replaceAll search slice small split "
-    "startsWith strike sub substr substring sup toLocaleLowerCase toLocaleUpperCase toLowerCase "
-    "toUpperCase toWellFormed trim trimEnd trimLeft trimRight trimStart"
-)
-_NUMBER_PROTO: Final = _OBJECT_PROTO | _names("toExponential toFixed toPrecision")
-_FUNCTION_PROTO: Final = _OBJECT_PROTO | _names("apply bind call")
 _RFC_OPS: Final = frozenset(("add", "remove", "replace", "move", "copy", "test"))
 # fast-json-patch looks operations up on a plain object literal, so `_get` (its internal
 # read) and every Object.prototype member pass as valid operation names.
-_VALID_OPS: Final = _RFC_OPS | {"_get"} | _OBJECT_PROTO
+_VALID_OPS: Final = _RFC_OPS | {"_get"} | OBJECT_PROTOTYPE
 _UNCALLABLE_OPS: Final = frozenset(
     ("__proto__", "__defineGetter__", "__defineSetter__", "__lookupGetter__", "__lookupSetter__")
 )
 
 _UNRESOLVABLE: Final = "OPERATION_PATH_UNRESOLVABLE"
-_UndoLog = list[tuple[Any, ...]]
+_DELETED: Final = object()
 
 
-class _JSTypeError(Exception):
-    """A TypeError the reference would throw (reading a property of null, a banned key)."""
+class _Patching(Edits):
+    """One patch on its way: its edits, and whether anything JSON cannot hold was placed."""
+
+    __slots__ = ("functions", "root_moved", "written")
+
+    def __init__(self, written: dict[JSFunction, dict[str, Any]] | None = None) -> None:
+        super().__init__()
+        self.root_moved = False  # the document was moved into itself
+        self.functions = False  # a prototype method was placed
+        # What the patch wrote into built-in functions (a root copied from `/toString` is
+        # one): a built-in takes properties like any object, and the reads that follow see
+        # them. The reference keeps them for the life of the page; here, for the patch.
+        self.written = {} if written is None else written
+
+    def read(self, obj: Any, key: Any) -> Any:
+        """``obj[key]``, with what the patch wrote into functions."""
+        if type(obj) is JSFunction and obj in self.written:
+            own = self.written[obj]
+            name = "undefined" if key is UNDEFINED else key
+            if name in own:
+                value = own[name]
+                return _inherited(name) if value is _DELETED else value
+        return js_get(obj, key)
+
+    def reading(self) -> _Patching:
+        """A context for a read made on the way (a pointer, a check): the same writes."""
+        return _Patching(self.written)
+
+    def exotic(self) -> bool:
+        return self.root_moved or self.functions
 
 
-def apply_patch(document: Any, patch: Any) -> Any:
+def apply_patch(document: Any, patch: Any, *, plain: bool = True) -> Any:
     """Apply ``patch`` to ``document`` in place and return the resulting document.
 
     The root may be replaced, so use the return value. On failure the document is restored
-    exactly (dict key order included) and PatchError is raised; when the patch leaves the
-    document ``UNDEFINED``, it is restored too and UNDEFINED returned.
+    exactly (dict key order included) and PatchError raised; UnclonableResult likewise when
+    the result holds what JSON cannot. When the patch leaves the document ``UNDEFINED``, it is
+    restored too and UNDEFINED returned. ``plain=False`` says the document may hold Infinity,
+    which the reference's copy of it turns into null.
     """
     if type(patch) is not list:
         raise PatchError("SEQUENCE_NOT_AN_ARRAY", "Patch sequence must be an array")
     # The reference clones the document first; a clone of undefined is null.
     doc = None if document is UNDEFINED else document
-    log: _UndoLog = []
+    ctx = _Patching()
     try:
+        if not plain:
+            _as_copied(doc, ctx)
         for index, operation in enumerate(patch):
-            doc = _apply(doc, operation, index, True, log)[0]
-    except _JSTypeError as exc:
-        _rollback(log)
-        raise PatchError("TypeError", str(exc)) from None
+            doc = _apply(doc, operation, index, True, ctx)[0]
+        if ctx.exotic():
+            _check_clonable(doc)
+    except UnclonableResult:
+        ctx.rollback()
+        raise
+    except (PatchError, JSTypeError, RecursionError) as exc:
+        cyclic = ctx.root_moved and holds_cycle(patch)  # before the rollback unwinds the cycle
+        # fast-json-patch's error writes its operation and document into its message, which
+        # fails on a cycle: the TypeError is what gets thrown.
+        unwritable = cyclic or (ctx.root_moved and holds_cycle(doc))
+        ctx.rollback()
+        if isinstance(exc, PatchError) and not unwritable:
+            exc.cyclic_patch = cyclic
+            raise
+        if isinstance(exc, PatchError):
+            raise PatchError("TypeError", CIRCULAR, cyclic_patch=cyclic) from None
+        if isinstance(exc, RecursionError):
+            message = "Maximum call stack size exceeded"
+            raise PatchError("RangeError", message, cyclic_patch=cyclic) from None
+        raise PatchError("TypeError", str(exc), cyclic_patch=cyclic) from None
     except BaseException:
-        _rollback(log)
+        ctx.rollback()
         raise
     if doc is UNDEFINED:
         # The caller keeps the document it had (the reference replaced only its own clone).
-        _rollback(log)
+        ctx.rollback()
     return doc
-
-
-def deep_clone(value: Any) -> Any:
-    """``JSON.parse(JSON.stringify(value))``, the clone fast-json-patch makes."""
-    kind = type(value)
-    if kind is dict:
-        return {k: deep_clone(v) for k, v in value.items() if v is not UNDEFINED}
-    if kind is list:
-        return [None if v is UNDEFINED else deep_clone(v) for v in value]
-    return None if value is UNDEFINED else value
-
-
-def js_equal(a: Any, b: Any) -> bool:
-    """fast-json-patch's ``_areEquals``: deep, and strict about JSON types."""
-    if a is b:
-        return True
-    ta, tb = type(a), type(b)
-    if ta is bool or tb is bool:
-        return ta is tb and a == b
-    if ta in (int, float) and tb in (int, float):
-        return bool(a == b)
-    if ta is not tb:
-        return False
-    if ta is str:
-        return bool(a == b)
-    if ta is list:
-        return len(a) == len(b) and all(js_equal(x, y) for x, y in zip(a, b, strict=True))
-    if ta is dict:
-        return len(a) == len(b) and all(k in b and js_equal(v, b[k]) for k, v in a.items())
-    return False
 
 
 # -- the walk ---------------------------------------------------------------------------------
 
 
-def _apply(doc: Any, op: Any, index: int, validate: bool, log: _UndoLog) -> tuple[Any, Any]:
+def _apply(doc: Any, op: Any, index: int, validate: bool, ctx: _Patching) -> tuple[Any, Any]:
     """fast-json-patch's ``applyOperation``: (new document, removed or read value)."""
     if validate:
-        _validate(op, index, None, None)
+        _validate(op, index, None, None, ctx)
     path = op["path"]
     if path == "":
-        return _apply_root(doc, op, index, validate)
+        return _apply_root(doc, op, index, validate, ctx)
     keys = path.split("/")
     count = len(keys)
     obj = doc
@@ -163,12 +199,12 @@ def _apply(doc: Any, op: Any, index: int, validate: bool, log: _UndoLog) -> tupl
     while True:
         key = _key_at(keys, t)
         if validate and fragment is None:
-            if _get(obj, key) is UNDEFINED:
+            if ctx.read(obj, key) is UNDEFINED:
                 fragment = "/".join(keys[:t])
             elif t == count - 1:
                 fragment = path
             if fragment is not None:
-                _validate(op, index, doc, fragment)
+                _validate(op, index, doc, fragment, ctx)
         t += 1
         if type(obj) is list:
             key = len(obj) if key == "-" else _array_key(key, validate, index)
@@ -180,10 +216,10 @@ def _apply(doc: Any, op: Any, index: int, validate: bool, log: _UndoLog) -> tupl
                         "in the array",
                         index,
                     )
-                return _operate(op, obj, key, doc, index, log)
+                return _operate(op, obj, key, doc, index, ctx)
         elif t >= count:
-            return _operate(op, obj, key, doc, index, log)
-        obj = _get(obj, key)
+            return _operate(op, obj, key, doc, index, ctx)
+        obj = ctx.read(obj, key)
         if validate and type(obj) not in (dict, list):
             raise PatchError(_UNRESOLVABLE, "Cannot perform operation at the desired path", index)
 
@@ -197,7 +233,7 @@ def _key_at(keys: list[str], t: int) -> Any:
     if "~" in key:
         key = key.replace("~1", "/").replace("~0", "~")
     if key == "__proto__" or (key == "prototype" and keys[t - 1] == "constructor"):
-        raise _JSTypeError(
+        raise JSTypeError(
             "JSON-Patch: modifying `__proto__` or `constructor/prototype` prop is banned for "
             "security reasons"
         )
@@ -206,7 +242,7 @@ def _key_at(keys: list[str], t: int) -> Any:
 
 def _array_key(key: Any, validate: bool, index: int) -> Any:
     if key is UNDEFINED:
-        raise _JSTypeError("Cannot read properties of undefined (reading 'length')")
+        raise JSTypeError("Cannot read properties of undefined (reading 'length')")
     if _is_digits(key):
         return _to_int32(key)
     if validate:
@@ -233,62 +269,10 @@ def _to_int32(key: str) -> int:
     return value - 0x100000000 if value >= 0x80000000 else value
 
 
-def _get(obj: Any, key: Any) -> Any:
-    """``obj[key]`` with JavaScript semantics, over JSON values."""
-    if key is UNDEFINED:
-        key = "undefined"
-    kind = type(obj)
-    if kind is dict:
-        if key in obj:
-            return obj[key]
-        return FUNCTION if key in _OBJECT_PROTO else UNDEFINED
-    if kind is list:
-        return _get_from_array(obj, key)
-    if obj is None or obj is UNDEFINED:
-        raise _JSTypeError(f"Cannot read properties of {'null' if obj is None else 'undefined'}")
-    if kind is str:
-        return _get_from_string(obj, key)
-    if kind in (int, float, bool):
-        return FUNCTION if key in (_OBJECT_PROTO if kind is bool else _NUMBER_PROTO) else UNDEFINED
-    return FUNCTION if obj is FUNCTION and key in _FUNCTION_PROTO else UNDEFINED
-
-
-def _get_from_array(array: list[Any], key: Any) -> Any:
-    if type(key) is int:
-        return array[key] if 0 <= key < len(array) else UNDEFINED
-    if _is_array_index(key):
-        position = int(key)
-        return array[position] if position < len(array) else UNDEFINED
-    if key == "length":
-        return len(array)
-    return FUNCTION if key in _ARRAY_PROTO else UNDEFINED
-
-
-def _get_from_string(text: str, key: Any) -> Any:
-    units = text.encode("utf-16-le")
-    if key == "length":
-        return len(units) // 2
-    if type(key) is str and _is_array_index(key) and int(key) < len(units) // 2:
-        # One UTF-16 code unit; half a surrogate pair becomes U+FFFD (JSON cannot hold it).
-        return units[int(key) * 2 : int(key) * 2 + 2].decode("utf-16-le", errors="replace")
-    return FUNCTION if key in _STRING_PROTO else UNDEFINED
-
-
-def _is_array_index(key: Any) -> bool:
-    """A canonical array index: what ``array["1"]`` reads as an element (``"01"`` is not)."""
-    return (
-        type(key) is str
-        and key.isascii()
-        and key.isdigit()
-        and (key == "0" or key[0] != "0")
-        and int(key) < 0xFFFFFFFF
-    )
-
-
 # -- validation -------------------------------------------------------------------------------
 
 
-def _validate(op: Any, index: int, document: Any, fragment: str | None) -> None:
+def _validate(op: Any, index: int, document: Any, fragment: str | None, ctx: _Patching) -> None:
     """fast-json-patch's ``validator``; ``fragment`` is the part of the path that exists."""
     if type(op) is not dict:
         raise PatchError("OPERATION_NOT_AN_OBJECT", "Operation is not an object", index)
@@ -322,11 +306,17 @@ def _validate(op: Any, index: int, document: Any, fragment: str | None) -> None:
             index,
         )
     if fragment is not None and js_truthy(document):
-        _validate_against(op, name, path, index, document, fragment)
+        _validate_against(op, name, path, index, document, fragment, ctx)
 
 
 def _validate_against(
-    op: dict[str, Any], name: str, path: str, index: int, document: Any, fragment: str
+    op: JSONObject,
+    name: str,
+    path: str,
+    index: int,
+    document: Any,
+    fragment: str,
+    ctx: _Patching,
 ) -> None:
     if name == "add":
         length, existing = len(path.split("/")), len(fragment.split("/"))
@@ -342,10 +332,12 @@ def _validate_against(
                 _UNRESOLVABLE, "Cannot perform the operation at a path that does not exist", index
             )
     elif name in ("move", "copy"):
-        # The reference validates `from` by trying a read, and ignores every failure of that
-        # read except an unresolvable path (so `/array/length` passes).
+        # The reference validates `from` by trying a read on a JSON copy of the document, and
+        # ignores every failure of that read except an unresolvable path (so `/array/length`
+        # passes). The copy differs only once a function or a cycle was placed.
+        copy = json_copy_checked(document, ctx.root_moved) if ctx.exotic() else document
         try:
-            _apply(document, {"op": "_get", "path": op["from"]}, 0, True, [])
+            _apply(copy, {"op": "_get", "path": op["from"]}, 0, True, ctx.reading())
         except PatchError as exc:
             if exc.name == _UNRESOLVABLE:
                 raise PatchError(
@@ -358,12 +350,14 @@ def _validate_against(
 # -- the operations ---------------------------------------------------------------------------
 
 
-def _apply_root(doc: Any, op: dict[str, Any], index: int, validate: bool) -> tuple[Any, Any]:
+def _apply_root(
+    doc: Any, op: JSONObject, index: int, validate: bool, ctx: _Patching
+) -> tuple[Any, Any]:
     name = op["op"]
     if name in ("add", "replace"):
-        return _jsonable(op.get("value", UNDEFINED), index), doc
+        return op.get("value", UNDEFINED), doc
     if name in ("move", "copy"):
-        return _jsonable(_pointer_value(doc, op["from"]), index), doc
+        return _placed(_pointer_value(doc, op["from"], ctx), ctx), doc
     if name == "test":
         if not js_equal(doc, op.get("value", UNDEFINED)):
             raise PatchError("TEST_OPERATION_FAILED", "Test operation failed", index)
@@ -382,53 +376,84 @@ def _apply_root(doc: Any, op: dict[str, Any], index: int, validate: bool) -> tup
 
 
 def _operate(
-    op: dict[str, Any], obj: Any, key: Any, doc: Any, index: int, log: _UndoLog
+    op: JSONObject, obj: Any, key: Any, doc: Any, index: int, ctx: _Patching
 ) -> tuple[Any, Any]:
     name = op["op"]
     if name == "move":
-        return _move(op, doc, index, log), None
+        return _move(op, doc, index, ctx), None
     if name == "copy":
-        value = deep_clone(_pointer_value(doc, op["from"]))
-        _apply(doc, {"op": "add", "path": op["path"], "value": value}, index, False, log)
+        value = _placed(deep_clone(_pointer_value(doc, op["from"], ctx)), ctx)
+        _apply(doc, {"op": "add", "path": op["path"], "value": value}, index, False, ctx)
         return doc, None
-    if name in _OBJECT_PROTO:
+    if name in OBJECT_PROTOTYPE:
         return _prototype_op(name, op, obj, index), None
     if obj is None or obj is UNDEFINED:
-        raise _JSTypeError(f"Cannot read properties of {'null' if obj is None else 'undefined'}")
+        raise JSTypeError(f"Cannot read properties of {'null' if obj is None else 'undefined'}")
     if name == "test":
-        if not js_equal(_get(obj, key), op.get("value", UNDEFINED)):
+        if not js_equal(ctx.read(obj, key), op.get("value", UNDEFINED)):
             raise PatchError("TEST_OPERATION_FAILED", "Test operation failed", index)
         return doc, None
     if name == "_get":
-        return doc, _get(obj, key)
+        return doc, ctx.read(obj, key)
     if type(obj) is dict:
-        return doc, _operate_on_object(name, op, obj, key, index, log)
+        return doc, _operate_on_object(name, op, obj, key, index, ctx)
     if type(obj) is list:
-        return doc, _operate_on_array(name, op, obj, key, index, log)
+        return doc, _operate_on_array(name, op, obj, key, index, ctx)
+    if type(obj) is JSFunction:
+        return doc, _operate_on_function(name, op, obj, key, ctx)
     # Writing to a primitive is silently ignored (the reference runs in sloppy mode).
-    return doc, _get(obj, key) if name == "remove" else None
+    return doc, js_get(obj, key) if name == "remove" else None
 
 
 def _operate_on_object(
-    name: str, op: dict[str, Any], obj: dict[str, Any], key: Any, index: int, log: _UndoLog
+    name: str, op: JSONObject, obj: JSONObject, key: Any, index: int, ctx: _Patching
 ) -> Any:
     if key is UNDEFINED:
         key = "undefined"
-    removed = _get(obj, key)
+    removed = js_get(obj, key)
     if name == "remove":
         if key in obj:
-            _delete_key(obj, key, log)
+            ctx.delete_key(obj, key)
         return removed
-    _set_key(obj, key, _jsonable(op.get("value", UNDEFINED), index), log)
+    ctx.set_key(obj, key, op.get("value", UNDEFINED))
     return removed
 
 
+def _operate_on_function(
+    name: str, op: JSONObject, function: JSFunction, key: Any, ctx: _Patching
+) -> Any:
+    key = "undefined" if key is UNDEFINED else key
+    removed = ctx.read(function, key)
+    own = ctx.written.setdefault(function, {})
+    if key in own:
+        fixed = False  # a property the patch gave it, or took from it
+    elif key in ("length", "name"):
+        fixed = name != "remove"  # read-only, but may be deleted
+    else:
+        fixed = key == "prototype" or (
+            key in function.members and type(function.members[key]) is not JSFunction
+        )
+    if fixed:  # read-only: the write is ignored (sloppy mode)
+        return removed
+    if name == "remove":
+        if key in own or key in ("length", "name") or key in function.members:
+            own[key] = _DELETED
+        return removed
+    own[key] = op.get("value", UNDEFINED)
+    return removed
+
+
+def _inherited(key: str) -> Any:
+    """What a function answers for ``key`` once its own property is deleted."""
+    return {"length": 0, "name": ""}.get(key, PROTOTYPES["function"].get(key, UNDEFINED))
+
+
 def _operate_on_array(
-    name: str, op: dict[str, Any], array: list[Any], key: Any, index: int, log: _UndoLog
+    name: str, op: JSONObject, array: list[Any], key: Any, index: int, ctx: _Patching
 ) -> Any:
     if name == "add":
         if type(key) is int:
-            _insert(array, key, _jsonable(op.get("value", UNDEFINED), index), log)
+            ctx.insert(array, key, op.get("value", UNDEFINED))
         return None
     if name == "remove":
         # splice(key, 1): a non-numeric key (only reachable unvalidated) reads as 0.
@@ -436,31 +461,31 @@ def _operate_on_array(
         start = max(len(array) + start, 0) if start < 0 else start
         if start >= len(array):
             return UNDEFINED
-        removed = array.pop(start)
-        log.append((_undo_pop, array, start, removed))
-        return removed
+        return ctx.pop(array, start)
     if type(key) is int and 0 <= key < len(array):
         removed = array[key]
-        array[key] = _jsonable(op.get("value", UNDEFINED), index)
-        log.append((_undo_item, array, key, removed))
+        ctx.set_item(array, key, op.get("value", UNDEFINED))
         return removed
     return UNDEFINED
 
 
-def _move(op: dict[str, Any], doc: Any, index: int, log: _UndoLog) -> Any:
-    if op["from"] == "":
-        # The reference would nest the document inside itself; JSON cannot hold the cycle.
-        raise PatchError("OPERATION_MOVE_CYCLE", "Cannot move the document into itself", index)
-    _pointer_value(doc, op["path"])  # the reference reads the target first; it may throw
-    removed = _apply(doc, {"op": "remove", "path": op["from"]}, index, False, log)[1]
-    _apply(doc, {"op": "add", "path": op["path"], "value": removed}, index, False, log)
+def _move(op: JSONObject, doc: Any, index: int, ctx: _Patching) -> Any:
+    # The reference reads the target first (which may throw) and copies what is there.
+    target = _pointer_value(doc, op["path"], ctx)
+    if ctx.exotic() and js_truthy(target):
+        json_copy_checked(target, ctx.root_moved)  # a cycle in it throws
+    # From the root, the "removed" value is the document itself, added into one of its own
+    # children: a cycle, which a later operation may still undo.
+    ctx.root_moved = ctx.root_moved or op["from"] == ""
+    removed = _placed(_apply(doc, {"op": "remove", "path": op["from"]}, index, False, ctx)[1], ctx)
+    _apply(doc, {"op": "add", "path": op["path"], "value": removed}, index, False, ctx)
     return doc
 
 
-def _prototype_op(name: str, op: dict[str, Any], obj: Any, index: int) -> Any:
+def _prototype_op(name: str, op: JSONObject, obj: Any, index: int) -> Any:
     """An Object.prototype member called as an operation: what its return value amounts to."""
     if name in _UNCALLABLE_OPS:
-        raise _JSTypeError(f"objOps.{name} cannot be applied as an operation")
+        raise JSTypeError(f"objOps.{name} cannot be applied as an operation")
     carrier = obj if name == "constructor" else op if name == "valueOf" else None
     if type(carrier) is dict:
         if carrier.get("test", UNDEFINED) is False:
@@ -469,73 +494,39 @@ def _prototype_op(name: str, op: dict[str, Any], obj: Any, index: int) -> Any:
     return UNDEFINED
 
 
-def _pointer_value(doc: Any, pointer: str) -> Any:
+def _pointer_value(doc: Any, pointer: str, ctx: _Patching) -> Any:
     """``getValueByPointer``: an unvalidated read."""
     if pointer == "":
         return doc
-    return _apply(doc, {"op": "_get", "path": pointer}, 0, False, [])[1]
+    return _apply(doc, {"op": "_get", "path": pointer}, 0, False, ctx.reading())[1]
 
 
-def _jsonable(value: Any, index: int) -> Any:
-    if value is FUNCTION:
-        raise PatchError(
-            "OPERATION_VALUE_NOT_JSON", "A JavaScript function cannot be placed in JSON", index
-        )
+def _placed(value: Any, ctx: _Patching) -> Any:
+    """A value about to be placed in the document; a function there is noted."""
+    if type(value) is JSFunction:
+        ctx.functions = True
     return value
 
 
-# -- in-place edits and their undo ------------------------------------------------------------
+# -- what the reference cannot clone or write -------------------------------------------------
 
 
-def _set_key(obj: dict[str, Any], key: str, value: Any, log: _UndoLog) -> None:
-    if value is UNDEFINED:  # a property holding undefined serializes as absent
-        if key in obj:
-            _delete_key(obj, key, log)
-        return
-    if key in obj:
-        log.append((_undo_item, obj, key, obj[key]))
-    else:
-        log.append((_undo_new_key, obj, key, None))
-    obj[key] = value
+def _as_copied(doc: Any, ctx: _Patching) -> None:
+    """Infinity inside ``doc`` becomes null, as in the JSON copy the reference patches."""
+    stack = [doc] if type(doc) in (dict, list) else []
+    while stack:
+        container = stack.pop()
+        items = container.items() if type(container) is dict else enumerate(container)
+        for key, value in list(items):
+            if isinstance(value, float) and not math.isfinite(value):
+                ctx.set_item(container, key, None)
+            elif type(value) in (dict, list):
+                stack.append(value)
 
 
-def _delete_key(obj: dict[str, Any], key: str, log: _UndoLog) -> None:
-    position = len(obj) - 1 if next(reversed(obj)) == key else list(obj).index(key)
-    log.append((_undo_deleted_key, obj, key, (position, obj.pop(key))))
-
-
-def _insert(array: list[Any], position: int, value: Any, log: _UndoLog) -> None:
-    size = len(array)
-    actual = min(max(size + position, 0) if position < 0 else position, size)
-    array.insert(actual, None if value is UNDEFINED else value)
-    log.append((_undo_insert, array, actual, None))
-
-
-def _rollback(log: _UndoLog) -> None:
-    for undo, container, key, value in reversed(log):
-        undo(container, key, value)
-
-
-def _undo_item(container: Any, key: Any, value: Any) -> None:
-    container[key] = value
-
-
-def _undo_new_key(container: dict[str, Any], key: str, _: Any) -> None:
-    del container[key]
-
-
-def _undo_deleted_key(container: dict[str, Any], key: str, saved: tuple[int, Any]) -> None:
-    # Put the key back where it was, so a failed patch leaves even the key order untouched.
-    position, value = saved
-    items = list(container.items())
-    items.insert(position, (key, value))
-    container.clear()
-    container.update(items)
-
-
-def _undo_insert(container: list[Any], position: int, _: Any) -> None:
-    del container[position]
-
-
-def _undo_pop(container: list[Any], position: int, value: Any) -> None:
-    container.insert(position, value)
+def _check_clonable(doc: Any) -> None:
+    """UnclonableResult if ``doc`` holds a function (the first a clone meets) or a cycle."""
+    if holds_function(doc):
+        raise UnclonableResult(first_function(doc))
+    if holds_cycle(doc):
+        raise UnclonableResult(None)

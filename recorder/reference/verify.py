@@ -2,12 +2,15 @@
 
 The reference (``@ag-ui/client@1.0.0``, ``src/verify/verify.ts``) is an RxJS operator that
 errors the stream at the first violation. A recorder wants every problem, so `Verifier`
-records a `Violation`, leaves the offending event's effect out of its state and goes on
-checking. Up to and including the first violation the two agree exactly, error text included;
-``tests/test_verify_interop.py`` holds this port to the real client.
+answers each event with its `Violation`, leaves the offending event's effect out of its
+state and goes on checking. Up to and including the first violation the two agree exactly,
+error text included; ``tests/reference/test_verify_interop.py`` holds this port to the real
+client. The checks that need no state, and the texts, are in
+``recorder.reference.verify_fields``.
 
-Like the reference it checks events *after* chunk expansion and the compatibility boundary:
-``*_CHUNK`` events and unknown types pass without checks.
+Like the reference it checks events that went through the earlier stages
+(``recorder.reference``; ``recorder.reference.check`` runs them all): ``*_CHUNK`` events and
+unknown types pass without checks.
 
 The reference reads event fields as they come, unvalidated, so an id may be a number, null,
 absent or an object. Ids and subagent tags are therefore turned into `Key`s that compare the
@@ -17,31 +20,32 @@ way a JavaScript ``Map`` compares its keys and that remember how JavaScript woul
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-import orjson
-
-from recorder.errors import InputError
+from recorder.reference import JSONObject
 from recorder.reference.jsvalues import (
     UNDEFINED,
     UNDEFINED_KEY,
     Key,
     MapKeys,
     js_string,
-    js_typed,
-    key_from_json,
     show,
     show_joined,
 )
+from recorder.reference.verify_fields import (
+    ALREADY_OPEN,
+    NOT_OPEN,
+    describe,
+    null_error,
+    seed_error,
+    show_owner,
+    tag_error,
+)
 
 # A rule for one event type: (verifier, event, type) -> the violation's text, or None.
-Handler = Callable[["Verifier", Mapping[str, Any], str], str | None]
-
-_PARENT: Final = "(the parent agent)"
-_OPTIONAL: Final = "The field is optional — omit it entirely."
-_NOT_ITERABLE: Final = "is not iterable (cannot read property Symbol(Symbol.iterator))"
+Handler = Callable[["Verifier", JSONObject, str], str | None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,47 +53,6 @@ class Violation:
     index: int  # 0-based position in the fed sequence, across feed calls
     type: str | None
     message: str  # the reference's error text
-
-
-_ALREADY_OPEN: Final = {
-    "TEXT_MESSAGE_START": "Cannot send 'TEXT_MESSAGE_START' event: A text message with ID '{id}' "
-    "is already in progress. Complete it with 'TEXT_MESSAGE_END' first.",
-    "TOOL_CALL_START": "Cannot send 'TOOL_CALL_START' event: A tool call with ID '{id}' "
-    "is already in progress. Complete it with 'TOOL_CALL_END' first.",
-    "REASONING_START": "Cannot send 'REASONING_START' event: A reasoning span with ID '{id}' "
-    "is already in progress. Complete it with 'REASONING_END' first.",
-    "REASONING_MESSAGE_START": "Cannot send 'REASONING_MESSAGE_START' event: A reasoning message "
-    "with ID '{id}' is already in progress. Complete it with 'REASONING_MESSAGE_END' first.",
-}
-_NOT_OPEN: Final = {
-    "TEXT_MESSAGE_CONTENT": "Cannot send 'TEXT_MESSAGE_CONTENT' event: No active text message "
-    "found with ID '{id}'. Start a text message with 'TEXT_MESSAGE_START' first.",
-    "TEXT_MESSAGE_END": "Cannot send 'TEXT_MESSAGE_END' event: No active text message found "
-    "with ID '{id}'. A 'TEXT_MESSAGE_START' event must be sent first.",
-    "TOOL_CALL_ARGS": "Cannot send 'TOOL_CALL_ARGS' event: No active tool call found with ID "
-    "'{id}'. Start a tool call with 'TOOL_CALL_START' first.",
-    "TOOL_CALL_END": "Cannot send 'TOOL_CALL_END' event: No active tool call found with ID "
-    "'{id}'. A 'TOOL_CALL_START' event must be sent first.",
-    "REASONING_MESSAGE_CONTENT": "Cannot send 'REASONING_MESSAGE_CONTENT' event: No active "
-    "reasoning message found with ID '{id}'. Start a reasoning message with "
-    "'REASONING_MESSAGE_START' first.",
-    "REASONING_MESSAGE_END": "Cannot send 'REASONING_MESSAGE_END' event: No active reasoning "
-    "message found with ID '{id}'. Start a reasoning message with 'REASONING_MESSAGE_START' "
-    "first.",
-    "REASONING_END": "Cannot send 'REASONING_END' event: No active reasoning span found with ID "
-    "'{id}'. A 'REASONING_START' event must be sent first.",
-}
-# Optional SUBAGENT_* fields that must be absent rather than null, in the reference's order.
-_SUBAGENT_OPTIONALS: Final = {
-    "SUBAGENT_STARTED": (
-        "description",
-        "parentSubagentRunId",
-        "parentToolCallId",
-        "parentMessageId",
-    ),
-    "SUBAGENT_FINISHED": ("outcome",),
-    "SUBAGENT_ERROR": ("code",),
-}
 
 
 class Verifier:
@@ -110,13 +73,11 @@ class Verifier:
         "_subagents",
         "_text",
         "_tools",
-        "_violations",
     )
 
     def __init__(self) -> None:
         self._seen = 0  # events fed so far: the next event's index
         self._keys = MapKeys()  # ids as a JavaScript Map would key them
-        self._violations: list[Violation] = []
         self._first_seen = False
         self._run_started = False
         self._run_finished = False
@@ -139,11 +100,13 @@ class Verifier:
         self._subagents: dict[str, None] = {}
         self._closed_subagents: dict[str, None] = {}
 
-    @property
-    def violations(self) -> list[Violation]:
-        return list(self._violations)
+    def knows(self, entity: str) -> bool:
+        """Whether the stream has used ``entity`` as an id of anything yet (in this run)."""
+        return any(entity in owners for owners in self._owners.values()) or any(
+            entity in ids for ids in self._open_sets()
+        )
 
-    def feed(self, event: Mapping[str, Any]) -> Violation | None:
+    def feed(self, event: JSONObject) -> Violation | None:
         """Check one event; on success apply it to the state, otherwise record why not."""
         index = self._seen
         self._seen += 1
@@ -155,63 +118,16 @@ class Verifier:
         message = self._check(event, kind)
         return None if message is None else self._record(index, kind, message)
 
-    def checkpoint(self) -> bytes:
-        flags = [self._first_seen, self._run_started, self._run_finished, self._run_errored]
-        return orjson.dumps(
-            {
-                "version": 1,
-                "seen": self._seen,
-                "tokens": self._keys.objects,
-                "flags": flags,
-                "open": [list(ids) for ids in self._open_sets()],
-                "owners": {kind: list(owners.items()) for kind, owners in self._owners.items()},
-                "steps": [[owner, list(names)] for owner, names in self._steps.items()],
-                "subagents": [list(self._subagents), list(self._closed_subagents)],
-                "violations": [[v.index, v.type, v.message] for v in self._violations],
-            }
-        )
-
-    @classmethod
-    def restore(cls, data: bytes) -> Verifier:
-        try:
-            return cls._from_state(orjson.loads(data))
-        except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
-            raise InputError("not a verifier checkpoint") from exc
-
-    @classmethod
-    def _from_state(cls, state: dict[str, Any]) -> Verifier:
-        if state["version"] != 1:
-            raise ValueError(f"unknown checkpoint version {state['version']!r}")
-        verifier = cls()
-        verifier._seen, verifier._keys.objects = int(state["seen"]), int(state["tokens"])
-        first_seen, started, finished, errored = (bool(flag) for flag in state["flags"])
-        verifier._first_seen, verifier._run_started = first_seen, started
-        verifier._run_finished, verifier._run_errored = finished, errored
-        # Filled in place: the dispatch table's handlers hold these very dicts.
-        for ids, saved in zip(verifier._open_sets(), state["open"], strict=True):
-            ids.update(dict.fromkeys(map(key_from_json, saved)))
-        for kind, pairs in state["owners"].items():
-            verifier._owners[kind].update((key_from_json(k), key_from_json(o)) for k, o in pairs)
-        for owner, names in state["steps"]:
-            verifier._steps[key_from_json(owner)] = dict.fromkeys(map(key_from_json, names))
-        active, closed = state["subagents"]
-        verifier._subagents.update(dict.fromkeys(map(str, active)))
-        verifier._closed_subagents.update(dict.fromkeys(map(str, closed)))
-        verifier._violations = [Violation(int(i), t, str(m)) for i, t, m in state["violations"]]
-        return verifier
-
     def _open_sets(self) -> tuple[dict[Key, None], ...]:
         return (self._text, self._tools, self._spans, self._reasoning)
 
     # -- the pipeline: run-level pre-checks, null checks, then the per-type rule ---------------
 
     def _record(self, index: int, kind: str | None, message: str) -> Violation:
-        violation = Violation(index, kind, message)
-        self._violations.append(violation)
-        return violation
+        return Violation(index, kind, message)
 
-    def _check(self, event: Mapping[str, Any], kind: str) -> str | None:
-        message = self._lifecycle_error(kind) or _null_error(event, kind)
+    def _check(self, event: JSONObject, kind: str) -> str | None:
+        message = self._lifecycle_error(kind) or null_error(event, kind)
         if message is not None:
             return message
         handler = _HANDLERS.get(kind)
@@ -248,14 +164,14 @@ class Verifier:
     def _run_over(self) -> bool:
         return self._run_finished or self._run_errored
 
-    def _tag(self, event: Mapping[str, Any]) -> Key:
+    def _tag(self, event: JSONObject) -> Key:
         return self._keys.of(event.get("subagentRunId", UNDEFINED))
 
     # -- streaming entities: text messages, tool calls, reasoning spans and messages ------------
 
     def _open(
         self,
-        event: Mapping[str, Any],
+        event: JSONObject,
         kind: str,
         field: str,
         ids: dict[Key, None],
@@ -264,12 +180,12 @@ class Verifier:
     ) -> str | None:
         entity = self._keys.of(event.get(field, UNDEFINED))
         if entity in ids:
-            return _ALREADY_OPEN[kind].format(id=show(entity))
+            return ALREADY_OPEN[kind].format(id=show(entity))
         tag = self._tag(event)
         owner = owners.get(entity)
         if owner is not None:
             # First writer wins: a reopen (after the close) must agree with the first opener.
-            message = _tag_error(kind, tag, owner, label, entity)
+            message = tag_error(kind, tag, owner, label, entity)
             if message is not None:
                 return message
         else:
@@ -279,7 +195,7 @@ class Verifier:
 
     def _continue(
         self,
-        event: Mapping[str, Any],
+        event: JSONObject,
         kind: str,
         field: str,
         ids: dict[Key, None],
@@ -289,16 +205,16 @@ class Verifier:
     ) -> str | None:
         entity = self._keys.of(event.get(field, UNDEFINED))
         if entity not in ids:
-            return _NOT_OPEN[kind].format(id=show(entity))
-        message = _tag_error(kind, self._tag(event), owners.get(entity), label, entity)
+            return NOT_OPEN[kind].format(id=show(entity))
+        message = tag_error(kind, self._tag(event), owners.get(entity), label, entity)
         if message is None and closes:
             del ids[entity]
         return message
 
-    def _tool_call_start(self, event: Mapping[str, Any], kind: str) -> str | None:
+    def _tool_call_start(self, event: JSONObject, kind: str) -> str | None:
         call = self._keys.of(event.get("toolCallId", UNDEFINED))
         if call in self._tools:
-            return _ALREADY_OPEN[kind].format(id=show(call))
+            return ALREADY_OPEN[kind].format(id=show(call))
         tag = self._tag(event)
         # A tool call lives inside the assistant message parentMessageId names and carries no
         # tag of its own, so it cannot belong to anyone but that message's owner.
@@ -310,20 +226,20 @@ class Verifier:
             if inherited is not None and tag != UNDEFINED_KEY and tag != inherited:
                 return (
                     f"Cannot send 'TOOL_CALL_START': subagentRunId '{show(tag)}' does not match "
-                    f"its parent message '{show(parent_key)}' owner '{_show_owner(inherited)}'. "
+                    f"its parent message '{show(parent_key)}' owner '{show_owner(inherited)}'. "
                     "A tool call belongs to the message that carries it."
                 )
         existing = self._owners["toolCall"].get(call)
         if existing is not None:
-            message = _tag_error(kind, tag, existing, "tool call", call)
+            message = tag_error(kind, tag, existing, "tool call", call)
             if message is not None:
                 return message
             # An untagged reopen's owner is the one it inherits from its parent message.
             if tag == UNDEFINED_KEY and inherited is not None and inherited != existing:
                 return (
                     f"Cannot send 'TOOL_CALL_START': tool call '{show(call)}' is owned by "
-                    f"'{_show_owner(existing)}' but its parent message "
-                    f"'{js_string(parent)}' is owned by '{_show_owner(inherited)}'. "
+                    f"'{show_owner(existing)}' but its parent message "
+                    f"'{js_string(parent)}' is owned by '{show_owner(inherited)}'. "
                     "A tool call belongs to the message that carries it."
                 )
         else:
@@ -332,14 +248,14 @@ class Verifier:
         self._tools[call] = None
         return None
 
-    def _tool_call_result(self, event: Mapping[str, Any], kind: str) -> str | None:
+    def _tool_call_result(self, event: JSONObject, kind: str) -> str | None:
         # It mints the tool message the reducer inserts; the newest result owns it.
         message_id = event.get("messageId")
         if isinstance(message_id, str):
             self._owners["message"][message_id] = self._tag(event)
         return None
 
-    def _encrypted_value(self, event: Mapping[str, Any], kind: str) -> str | None:
+    def _encrypted_value(self, event: JSONObject, kind: str) -> str | None:
         # Checked for ownership only: it opens and closes nothing.
         entity = self._keys.of(event.get("entityId", UNDEFINED))
         subtype = event.get("subtype")
@@ -352,11 +268,11 @@ class Verifier:
             label = "message"
         else:
             owner, label = self._owners["reasoning"].get(entity), "reasoning message"
-        return _tag_error(kind, self._tag(event), owner, label, entity)
+        return tag_error(kind, self._tag(event), owner, label, entity)
 
     # -- steps ------------------------------------------------------------------------------------
 
-    def _step_started(self, event: Mapping[str, Any], kind: str) -> str | None:
+    def _step_started(self, event: JSONObject, kind: str) -> str | None:
         name, owner = self._keys.of(event.get("stepName", UNDEFINED)), self._tag(event)
         names = self._steps.get(owner)
         if names is not None and name in names:
@@ -365,7 +281,7 @@ class Verifier:
         self._steps.setdefault(owner, {})[name] = None
         return None
 
-    def _step_finished(self, event: Mapping[str, Any], kind: str) -> str | None:
+    def _step_finished(self, event: JSONObject, kind: str) -> str | None:
         name, owner = self._keys.of(event.get("stepName", UNDEFINED)), self._tag(event)
         names = self._steps.get(owner)
         if names is not None and name in names:
@@ -377,14 +293,14 @@ class Verifier:
             if other != owner and name in other_names:
                 return (
                     f"Cannot send 'STEP_FINISHED' for step \"{show(name)}\" attributed to "
-                    f"{_describe(owner)}: that step is open under "
-                    f"{_describe(other)}. A step must be finished by whoever started it."
+                    f"{describe(owner)}: that step is open under "
+                    f"{describe(other)}. A step must be finished by whoever started it."
                 )
         return f"Cannot send 'STEP_FINISHED' for step \"{show(name)}\" that was not started"
 
     # -- activities and snapshots ----------------------------------------------------------------
 
-    def _activity_snapshot(self, event: Mapping[str, Any], kind: str) -> str | None:
+    def _activity_snapshot(self, event: JSONObject, kind: str) -> str | None:
         # Only a replacing snapshot re-mints, and so re-owns, an existing activity.
         activity = self._keys.of(event.get("messageId", UNDEFINED))
         owners = self._owners["activity"]
@@ -392,21 +308,21 @@ class Verifier:
             owners[activity] = self._tag(event)
         return None
 
-    def _activity_delta(self, event: Mapping[str, Any], kind: str) -> str | None:
+    def _activity_delta(self, event: JSONObject, kind: str) -> str | None:
         activity = self._keys.of(event.get("messageId", UNDEFINED))
         owner = self._owners["activity"].get(activity)
-        return _tag_error(kind, self._tag(event), owner, "activity", activity)
+        return tag_error(kind, self._tag(event), owner, "activity", activity)
 
-    def _messages_snapshot(self, event: Mapping[str, Any], kind: str) -> str | None:
+    def _messages_snapshot(self, event: JSONObject, kind: str) -> str | None:
         # Authoritative: the reducer replaces each message, so its owner replaces ours.
         messages = event.get("messages")
-        message = _seed_error(messages)
+        message = seed_error(messages)
         if message is None:
             self._seed(messages, authoritative=True)
         return message
 
     def _seed(self, messages: Any, *, authoritative: bool) -> None:
-        """Record the owners of replayed history; `_seed_error` has accepted `messages`."""
+        """Record the owners of replayed history; `seed_error` has accepted `messages`."""
         if not isinstance(messages, list):
             return
         tool_calls = self._owners["toolCall"]
@@ -429,7 +345,7 @@ class Verifier:
 
     # -- subagents ---------------------------------------------------------------------------
 
-    def _subagent_started(self, event: Mapping[str, Any], kind: str) -> str | None:
+    def _subagent_started(self, event: JSONObject, kind: str) -> str | None:
         subagent = event.get("subagentRunId")
         if not isinstance(subagent, str):
             return "Cannot send 'SUBAGENT_STARTED' without a 'subagentRunId'."
@@ -457,7 +373,7 @@ class Verifier:
         self._subagents[subagent] = None
         return None
 
-    def _subagent_closed(self, event: Mapping[str, Any], kind: str) -> str | None:
+    def _subagent_closed(self, event: JSONObject, kind: str) -> str | None:
         subagent = event.get("subagentRunId")
         if not isinstance(subagent, str):
             return f"Cannot send '{kind}' without a 'subagentRunId'."
@@ -475,10 +391,10 @@ class Verifier:
 
     # -- runs ---------------------------------------------------------------------------------
 
-    def _run_started_rule(self, event: Mapping[str, Any], kind: str) -> str | None:
+    def _run_started_rule(self, event: JSONObject, kind: str) -> str | None:
         run_input = event.get("input")
         messages = run_input.get("messages") if isinstance(run_input, Mapping) else None
-        message = _seed_error(messages)
+        message = seed_error(messages)
         if message is not None:
             return message
         # A stream may carry several runs (a replayed thread): a new one starts from scratch,
@@ -490,12 +406,10 @@ class Verifier:
         self._seed(messages, authoritative=False)
         return None
 
-    def _run_finished_rule(self, event: Mapping[str, Any], kind: str) -> str | None:
+    def _run_finished_rule(self, event: JSONObject, kind: str) -> str | None:
         if any(self._steps.values()):
             steps = ", ".join(
-                show_joined(name)
-                if owner == UNDEFINED_KEY
-                else f"{show(name)} ({_describe(owner)})"
+                show_joined(name) if owner == UNDEFINED_KEY else f"{show(name)} ({describe(owner)})"
                 for owner, names in self._steps.items()
                 for name in names
             )
@@ -513,7 +427,7 @@ class Verifier:
         self._run_finished = True
         return None
 
-    def _run_error_rule(self, event: Mapping[str, Any], kind: str) -> str | None:
+    def _run_error_rule(self, event: JSONObject, kind: str) -> str | None:
         # Allowed at any time; open entities do not block it.
         self._run_errored = True
         return None
@@ -529,117 +443,10 @@ class Verifier:
         self._run_finished = self._run_errored = False
 
 
-def verify(events: Iterable[Mapping[str, Any]]) -> list[Violation]:
-    """Every violation in a sequence of events; the first is the reference's error."""
-    verifier = Verifier()
-    for event in events:
-        verifier.feed(event)
-    return verifier.violations
-
-
-# -- checks that need no state -------------------------------------------------------------------
-
-
-def _null_error(event: Mapping[str, Any], kind: str) -> str | None:
-    """The subagent surface tolerates no nulls: absent is the only spelling of "none"."""
-    if event.get("subagentRunId", UNDEFINED) is None:
-        return f"Cannot send '{kind}' with 'subagentRunId: null'. {_OPTIONAL}"
-    if kind in _SUBAGENT_OPTIONALS:
-        return _subagent_fields_error(event, kind)
-    if kind == "RUN_FINISHED":
-        return _interrupt_tag_error(event.get("outcome"))
-    return None
-
-
-def _subagent_fields_error(event: Mapping[str, Any], kind: str) -> str | None:
-    for field in _SUBAGENT_OPTIONALS[kind]:
-        if _is_null(event, field):
-            return f"Cannot send '{kind}' with '{field}: null'. {_OPTIONAL}"
-    # The reference reads `outcome` on all three SUBAGENT_* types, not only on FINISHED.
-    outcome = event.get("outcome", UNDEFINED)
-    if outcome is UNDEFINED or outcome is None:
-        return None
-    outcome_type = outcome.get("type", UNDEFINED) if isinstance(outcome, Mapping) else UNDEFINED
-    if outcome_type != "success" and outcome_type != "suspended":
-        return (
-            f"Cannot send '{kind}' with outcome type '{js_string(outcome_type)}'. "
-            'The outcome is either { type: "success" } or { type: "suspended" }.'
-        )
-    interrupt_ids = outcome.get("interruptIds")
-    if _is_null(outcome, "interruptIds"):
-        return f"Cannot send '{kind}' with 'outcome.interruptIds: null'. {_OPTIONAL}"
-    if isinstance(interrupt_ids, list) and not all(isinstance(i, str) for i in interrupt_ids):
-        return (
-            f"Cannot send '{kind}' with a non-string entry in 'outcome.interruptIds'. "
-            "Interrupt ids are strings."
-        )
-    return None
-
-
-def _interrupt_tag_error(outcome: Any) -> str | None:
-    if not isinstance(outcome, Mapping) or outcome.get("type") != "interrupt":
-        return None
-    interrupts = outcome.get("interrupts")
-    for interrupt in interrupts if isinstance(interrupts, list) else ():
-        if _is_null(interrupt, "subagentRunId"):
-            shown = js_string(interrupt.get("id", UNDEFINED))
-            return (
-                f"Cannot send 'RUN_FINISHED' with an interrupt (id '{shown}') carrying "
-                f"'subagentRunId: null'. {_OPTIONAL}"
-            )
-    return None
-
-
-def _is_null(value: Any, field: str) -> bool:
-    """`value.field === null`: present and null, which the reference tells from absent."""
-    return isinstance(value, Mapping) and field in value and value[field] is None
-
-
-def _seed_error(messages: Any) -> str | None:
-    """Why replayed history cannot be seeded, checked in the order the reference seeds it."""
-    if not isinstance(messages, list):
-        return None
-    for message in messages:
-        if not isinstance(message, Mapping) or not isinstance(message.get("id"), str):
-            continue
-        if _is_null(message, "subagentRunId"):
-            return (
-                f"Cannot send a message (id '{message['id']}') with 'subagentRunId: null'. "
-                f"{_OPTIONAL}"
-            )
-        # The reference iterates toolCalls with for-of: a non-iterable throws a V8 TypeError,
-        # which errors the stream with the engine's own text.
-        calls = message.get("toolCalls")
-        if calls is not None and not isinstance(calls, list | str):
-            return f"{js_typed(calls)} {_NOT_ITERABLE}"
-    return None
-
-
-def _tag_error(kind: str, tag: Key, owner: Key | None, label: str, entity: Key) -> str | None:
-    """A tagged continuation must agree with the entity's owner; untagged always agrees."""
-    if owner is None or tag in (UNDEFINED_KEY, owner):
-        return None
-    return (
-        f"Cannot send '{kind}': subagentRunId '{show(tag)}' does not match the {label} "
-        f"'{show(entity)}' opener's subagent '{_show_owner(owner)}'."
-    )
-
-
-# -- how the reference names owners ------------------------------------------------------------
-
-
-def _show_owner(owner: Key) -> str:
-    return _PARENT if owner == UNDEFINED_KEY else show(owner)
-
-
-def _describe(owner: Key) -> str:
-    return "the parent agent" if owner == UNDEFINED_KEY else f"subagent '{show(owner)}'"
-
-
 def _opener(ids: str, owners: str, field: str, label: str) -> Handler:
     """The rule for an event that opens an entity (``ids``: the verifier's set of open ones)."""
 
-    def rule(verifier: Verifier, event: Mapping[str, Any], kind: str) -> str | None:
+    def rule(verifier: Verifier, event: JSONObject, kind: str) -> str | None:
         open_ids = getattr(verifier, ids)
         return verifier._open(event, kind, field, open_ids, verifier._owners[owners], label)
 
@@ -649,7 +456,7 @@ def _opener(ids: str, owners: str, field: str, label: str) -> Handler:
 def _follower(ids: str, owners: str, field: str, label: str, closes: bool) -> Handler:
     """The rule for an event that continues (or, with ``closes``, ends) an open entity."""
 
-    def rule(verifier: Verifier, event: Mapping[str, Any], kind: str) -> str | None:
+    def rule(verifier: Verifier, event: JSONObject, kind: str) -> str | None:
         open_ids = getattr(verifier, ids)
         owned = verifier._owners[owners]
         return verifier._continue(event, kind, field, open_ids, owned, label, closes)

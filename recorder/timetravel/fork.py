@@ -24,21 +24,21 @@ exist yet); otherwise the request's ``strategy``, else the agent's configured on
 
 from __future__ import annotations
 
+import copy
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
-
 from recorder.config import DEFAULT_FORK_STRATEGY, AgentConfig, ForkStrategy
 from recorder.errors import Conflict, InputError, ThreadNotFound
 from recorder.models import ForkOptions
-from recorder.reference.patch import UNDEFINED, PatchError, apply_patch, deep_clone
+from recorder.reference.patch import UNDEFINED, PatchError, UnclonableResult, apply_patch
 from recorder.store import EventStore, Run
 from recorder.timetravel.history import History
 from recorder.timetravel.rewind import Start, start_at, start_edited, start_regenerated
 from recorder.wire.events import decode
+from recorder.wire.jsontext import dump
 
 NEW_THREAD: ForkStrategy = "new-thread"
 SAME_THREAD: ForkStrategy = "same-thread"
@@ -95,7 +95,7 @@ class ForkPlan:
 
     @property
     def body(self) -> bytes:
-        return orjson.dumps(self.input)
+        return dump(self.input)
 
 
 async def plan_fork(
@@ -208,8 +208,8 @@ def _state(at: Any, req: ForkRequest) -> Any:
     if req.state_patch is None:
         return at
     try:
-        patched = apply_patch(deep_clone(at), req.state_patch)
-    except PatchError as exc:
+        patched = apply_patch(copy.deepcopy(at), req.state_patch)
+    except (PatchError, UnclonableResult) as exc:
         raise InputError(f"statePatch does not apply to the state at the point: {exc}") from exc
     if patched is UNDEFINED:
         raise InputError("statePatch leaves no state at all")

@@ -14,12 +14,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import orjson
-
 from recorder.errors import InputError
 from recorder.reference.projector import Projection, Projector
 from recorder.store import EventStore, Run
 from recorder.wire.events import decode
+from recorder.wire.jsontext import dump
 
 _PAGE = 2000
 
@@ -102,4 +101,4 @@ def _from_input(posted: dict[str, Any], source: str) -> StartingPoint:
 
 
 def projection_json(projection: Projection) -> bytes:
-    return orjson.dumps(projection.to_json())
+    return dump(projection.to_json())

@@ -17,13 +17,12 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any
 
-import orjson
-
 from recorder.reference.check import StreamCheck
 from recorder.store import EventStore, Run
 from recorder.store.model import RUNNING
 from recorder.timetravel.history import History
 from recorder.wire.events import RecordedEvent, decode
+from recorder.wire.jsontext import dump
 from recorder.wire.sse import encode_frame
 
 _PAGE = 1000
@@ -169,7 +168,7 @@ class ThreadStream:
 
     def _emit(self, frame: dict[str, Any]) -> bytes:
         self.check.feed(frame)
-        return encode_frame(orjson.dumps(frame))
+        return encode_frame(dump(frame))
 
 
 def _started(run: Run) -> dict[str, Any]:

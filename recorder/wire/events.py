@@ -2,6 +2,7 @@
 
 A frame is the ``data`` of one SSE event, kept as the exact bytes received. Decoding is
 lenient on purpose: the recorder must keep and report what it cannot parse, never drop it.
+It reads what the reference client reads (``recorder.wire.jsontext``).
 """
 
 from __future__ import annotations
@@ -12,8 +13,8 @@ from typing import Any, NamedTuple
 import orjson
 
 from recorder.errors import InputError
-
-JSONObject = dict[str, Any]
+from recorder.wire.jsontext import JSONObject, parse, split_array
+from recorder.wire.sse import FrameSplitter
 
 
 def decode(data: bytes | str | Mapping[str, Any]) -> JSONObject | None:
@@ -21,19 +22,10 @@ def decode(data: bytes | str | Mapping[str, Any]) -> JSONObject | None:
     if isinstance(data, Mapping):
         return dict(data)
     try:
-        value = orjson.loads(data)
-    except orjson.JSONDecodeError:
+        value = parse(data)
+    except ValueError:
         return None
     return value if isinstance(value, dict) else None
-
-
-def event_type(data: bytes | str) -> str | None:
-    """The ``type`` of a frame, or None for garbage frames and frames without a string type."""
-    obj = decode(data)
-    if obj is None:
-        return None
-    kind = obj.get("type")
-    return kind if isinstance(kind, str) and kind else None
 
 
 class RecordedEvent(NamedTuple):
@@ -58,20 +50,34 @@ def read_event_file(text: bytes) -> list[bytes]:
     stripped = text.lstrip()
     if not stripped:
         return []
-    if stripped.startswith(b"["):
+    if stripped.startswith(b"[") and not _first_of_lines(stripped):
         try:
-            items = orjson.loads(stripped)
-        except orjson.JSONDecodeError as exc:
+            return [orjson.dumps(item) for item in orjson.loads(stripped)]
+        except (orjson.JSONDecodeError, TypeError):
+            pass  # what orjson cannot read or write: each item's own text, as it stands
+        try:
+            items = split_array(stripped.decode("utf-8", "replace"))
+        except ValueError as exc:
             raise InputError(f"not a JSON array of events: {exc}") from exc
-        return [orjson.dumps(item) for item in items]
+        return [item.encode() for item in items]
     if stripped.startswith((b"data:", b":", b"id:", b"event:", b"retry:")):
-        from recorder.wire.sse import FrameSplitter
-
         splitter = FrameSplitter()
         frames = [f.data for f in splitter.feed(text)]
         frames.extend(f.data for f in splitter.close())
         return frames
     return list(_jsonl(text))
+
+
+def _first_of_lines(text: bytes) -> bool:
+    """Whether ``text`` is JSON Lines that start with an array, not one JSON array."""
+    first, _, rest = text.partition(b"\n")
+    if not rest.strip():
+        return False
+    try:
+        parse(first)
+    except ValueError:
+        return False
+    return True
 
 
 def _jsonl(text: bytes) -> Iterator[bytes]:

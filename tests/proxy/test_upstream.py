@@ -15,13 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from recorder.proxy.upstream import (
-    ConnectFailed,
-    Disconnected,
-    Response,
-    UpstreamClient,
-    UpstreamTimeout,
-)
+from recorder.errors import ConnectFailed, Disconnected, UpstreamTimeout
+from recorder.proxy.upstream import Response, UpstreamClient
 from tests.servers import free_port
 
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter, int], Awaitable[None]]

@@ -8,13 +8,14 @@ error texts are the reference's, word for word.
 from __future__ import annotations
 
 import copy
+import uuid
 from typing import Any
 
 import orjson
 import pytest
 
 from recorder.reference.chunks import ChunkError, ChunkLanes
-from recorder.reference.compat import Compatibility
+from recorder.reference.compat import Compatibility, minted_id
 from recorder.reference.enforce import KNOWN_TYPES, InvalidEvent, enforce
 
 Event = dict[str, Any]
@@ -46,19 +47,26 @@ def test_thinking_becomes_reasoning_with_deterministic_ids() -> None:
             ev("THINKING_END"),
         ]
     )
+    span, message = minted_id(1), minted_id(2)
     assert out == [
-        ev("REASONING_START", messageId="thinking-1", timestamp=1),
-        ev("REASONING_MESSAGE_START", messageId="thinking-2", role="reasoning"),
-        ev("REASONING_MESSAGE_CONTENT", messageId="thinking-2", delta="a"),
-        ev("REASONING_MESSAGE_END", messageId="thinking-2"),
-        ev("REASONING_END", messageId="thinking-1"),
+        ev("REASONING_START", messageId=span, timestamp=1),
+        ev("REASONING_MESSAGE_START", messageId=message, role="reasoning"),
+        ev("REASONING_MESSAGE_CONTENT", messageId=message, delta="a"),
+        ev("REASONING_MESSAGE_END", messageId=message),
+        ev("REASONING_END", messageId=span),
     ]
 
 
+def test_minted_ids_are_distinct_uuids() -> None:
+    minted = [minted_id(n) for n in range(1, 200)]
+    assert len(set(minted)) == len(minted)
+    assert all(uuid.UUID(m).version == 4 and str(uuid.UUID(m)) == m for m in minted)
+
+
 def test_minted_ids_skip_ids_already_taken() -> None:
-    taken = {"thinking-1", "thinking-2"}
+    taken = {minted_id(1), minted_id(2)}
     out = translate_all([ev("THINKING_TEXT_MESSAGE_START")], taken.__contains__)
-    assert out[0]["messageId"] == "thinking-3"
+    assert out[0]["messageId"] == minted_id(3)
 
 
 def test_a_continuation_without_opener_mints_an_id() -> None:
@@ -69,7 +77,7 @@ def test_a_continuation_without_opener_mints_an_id() -> None:
             ev("THINKING_END"),
         ]
     )
-    assert [e["messageId"] for e in out] == ["thinking-1", "thinking-2", "thinking-3"]
+    assert [e["messageId"] for e in out] == [minted_id(1), minted_id(2), minted_id(3)]
 
 
 def test_the_minting_state_survives_a_round_trip() -> None:
@@ -78,9 +86,9 @@ def test_the_minting_state_survives_a_round_trip() -> None:
     boundary.translate(ev("THINKING_TEXT_MESSAGE_START"), never_taken)
     restored = Compatibility.from_json(orjson.loads(orjson.dumps(boundary.to_json())))
     assert restored.translate(ev("THINKING_TEXT_MESSAGE_END"), never_taken)["messageId"] == (
-        "thinking-2"
+        minted_id(2)
     )
-    assert restored.translate(ev("THINKING_START"), never_taken)["messageId"] == "thinking-3"
+    assert restored.translate(ev("THINKING_START"), never_taken)["messageId"] == minted_id(3)
 
 
 @pytest.mark.parametrize(
@@ -369,8 +377,29 @@ def test_an_unknown_outcome_is_removed_and_interrupts_stripped() -> None:
 
 
 def test_plain_events_pass_untouched() -> None:
-    event = ev("TEXT_MESSAGE_CONTENT", messageId="m", delta="d", timestamp=1.0, extra="ignored")
+    event = ev("TEXT_MESSAGE_CONTENT", messageId="m", delta="d", timestamp=1.0, metadata={"k": 1})
     assert enforced(event) == event
+
+
+@pytest.mark.parametrize(
+    ("event", "kept"),
+    [
+        # Read by our reducer for CONTENT events: an END must not carry it through.
+        (ev("TEXT_MESSAGE_END", messageId="m", delta="x"), ev("TEXT_MESSAGE_END", messageId="m")),
+        (ev("TOOL_CALL_END", toolCallId="t", delta="x"), ev("TOOL_CALL_END", toolCallId="t")),
+        # Read by the verifier, which the client never lets see it on a run-scoped event.
+        (
+            ev("RUN_STARTED", threadId="t", runId="r", subagentRunId=None, extra=1),
+            ev("RUN_STARTED", threadId="t", runId="r"),
+        ),
+        (
+            ev("SUBAGENT_STARTED", subagentRunId="s", name="n", outcome=5),
+            ev("SUBAGENT_STARTED", subagentRunId="s", name="n"),
+        ),
+    ],
+)
+def test_what_the_schema_does_not_describe_is_stripped(event: Event, kept: Event) -> None:
+    assert enforced(event) == kept
 
 
 # -- chunk expansion --------------------------------------------------------------------------

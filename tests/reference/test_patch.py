@@ -7,6 +7,7 @@ against it; the interop suite checks the same behaviour end to end through the c
 from __future__ import annotations
 
 import copy
+import math
 from typing import Any
 
 import orjson
@@ -14,7 +15,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from recorder.reference.patch import UNDEFINED, PatchError, apply_patch, js_equal
+from recorder.reference.patch import (
+    UNDEFINED,
+    PatchError,
+    UnclonableResult,
+    apply_patch,
+    js_equal,
+)
+from recorder.wire.jsontext import Infinite
 
 
 def add(path: str, value: Any) -> dict[str, Any]:
@@ -193,6 +201,7 @@ def _is_error(expected: Any) -> bool:
 
 @pytest.mark.parametrize(("name", "document", "patch", "expected"), ROWS, ids=[r[0] for r in ROWS])
 def test_outcome(name: str, document: Any, patch: Any, expected: Any) -> None:
+    document, patch = copy.deepcopy(document), copy.deepcopy(patch)  # the rows are shared
     before = orjson.dumps(document)
     if _is_error(expected):
         with pytest.raises(PatchError) as failed:
@@ -266,7 +275,7 @@ def test_all_or_nothing(document: Any, patch: list[dict[str, Any]]) -> None:
     before = orjson.dumps(document)
     try:
         patched = apply_patch(document, copy.deepcopy(patch))
-    except PatchError:
+    except (PatchError, UnclonableResult):
         assert orjson.dumps(document) == before
         return
     if patched is UNDEFINED:
@@ -275,3 +284,202 @@ def test_all_or_nothing(document: Any, patch: list[dict[str, Any]]) -> None:
     # In place or on a copy, the outcome is the same.
     fresh = orjson.loads(before)
     assert orjson.dumps(apply_patch(fresh, copy.deepcopy(patch))) == orjson.dumps(patched)
+
+
+# -- values JSON cannot hold: functions, cycles, numbers past a double ----------------------
+# Rows checked against @ag-ui/client 1.0 (a STATE_DELTA applies them with fast-json-patch), as
+# the differential fuzzer in tests/interop keeps doing.
+
+EDGES: list[tuple[str, Any, Any, Any]] = [
+    (
+        "a root moved into a child, then the root replaced",
+        {"a": 1},
+        [move("", "/b"), replace("", {"z": 1})],
+        {"z": 1},
+    ),
+    (
+        "a copy of a cyclic document fails",
+        {"a": 1},
+        [move("", "/b"), copy_op("/a", "/d")],
+        "TypeError",
+    ),
+    (
+        "a failed test after the root moved: its error cannot write the document down",
+        {"a": 1},
+        [move("", "/b"), probe("/a", 2)],
+        "TypeError",
+    ),
+    ("a prototype method copied, then removed", {}, [copy_op("/toString", "/f"), remove("/f")], {}),
+    (
+        "a prototype method copied, then replaced",
+        {"a": 1},
+        [copy_op("/valueOf", "/f"), replace("/f", 2)],
+        {"a": 1, "f": 2},
+    ),
+    (
+        "a function is no source for a copy: the check copies the document through JSON",
+        {"a": 1},
+        [copy_op("/toString", "/f"), copy_op("/f", "/g"), remove("/f")],
+        "OPERATION_FROM_UNRESOLVABLE",
+    ),
+    (
+        "nor for a move",
+        {"a": 1},
+        [copy_op("/toString", "/f"), move("/f", "/g"), remove("/g")],
+        "OPERATION_FROM_UNRESOLVABLE",
+    ),
+    (
+        "a copy of the root leaves the function out",
+        {"a": 1},
+        [copy_op("/toString", "/f"), copy_op("", "/g"), remove("/f")],
+        {"a": 1, "g": {"a": 1}},
+    ),
+    (
+        "a copy's source does not resolve through a function",
+        {},
+        [copy_op("/constructor/length", "/n")],
+        "OPERATION_FROM_UNRESOLVABLE",
+    ),
+    (
+        "an unchecked read goes through: a function's length",
+        {},
+        [copy_op("/constructor/length", "")],
+        1,
+    ),
+    ("a function's name", [], [copy_op("/constructor/name", "")], "Array"),
+    ("a number's constructor", {"x": 5}, [copy_op("/x/constructor/name", "")], "Number"),
+    ("a static member", {}, [copy_op("/constructor/keys/length", "")], 1),
+    ("a static number", {"x": 1}, [copy_op("/x/constructor/MAX_SAFE_INTEGER", "")], 2**53 - 1),
+    ("caller throws", {}, [copy_op("/toString/caller", "")], "TypeError"),
+    (
+        "test: a value with its own hasOwnProperty throws",
+        {"h": {"hasOwnProperty": 1}},
+        [probe("/h", {"hasOwnProperty": 1})],
+        "TypeError",
+    ),
+    (
+        "test: the same, against another object",
+        {"h": {"x": 1}},
+        [probe("/h", {"hasOwnProperty": 1})],
+        "TypeError",
+    ),
+    (
+        "test: only the value's own key counts",
+        {"h": {"hasOwnProperty": 1}},
+        [probe("/h", {"x": 1})],
+        "TEST_OPERATION_FAILED",
+    ),
+    (
+        "test: key counts differ before anything is called",
+        {"h": {"x": 1, "y": 2}},
+        [probe("/h", {"hasOwnProperty": 1})],
+        "TEST_OPERATION_FAILED",
+    ),
+    (
+        "test: arrays compare from the back",
+        {"l": [{"x": 1}, 1]},
+        [probe("/l", [{"hasOwnProperty": 1}, 2])],
+        "TEST_OPERATION_FAILED",
+    ),
+    ("test: numbers are doubles", {"n": 2**53}, [probe("/n", 2**53 + 1)], {"n": 2**53}),
+    # A root made a built-in function takes properties like any object, for the patch's reads
+    (
+        "a property written into a function root is read back",
+        {},
+        [copy_op("/toString", ""), add("/written", 1), copy_op("/written", "")],
+        1,
+    ),
+    (
+        "a function's length is read-only",
+        {},
+        [copy_op("/valueOf", ""), add("/length", 5), copy_op("/length", "")],
+        0,
+    ),
+    (
+        "but it can be deleted, and the inherited one shows",
+        {},
+        [copy_op("/isPrototypeOf", ""), remove("/length"), copy_op("/length", "")],
+        0,
+    ),
+    (
+        "a written property is a container for the next write",
+        {},
+        [
+            copy_op("/propertyIsEnumerable", ""),
+            add("/box", {}),
+            add("/box/x", 2),
+            copy_op("/box", ""),
+        ],
+        {"x": 2},
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "document", "patch", "expected"), EDGES, ids=[r[0] for r in EDGES]
+)
+def test_edges_of_json(name: str, document: Any, patch: Any, expected: Any) -> None:
+    test_outcome(name, document, patch, expected)
+
+
+@pytest.mark.parametrize(
+    ("patch", "function"),
+    [
+        ([copy_op("/toString", "/f")], "toString"),
+        ([move("/hasOwnProperty", "/h")], "hasOwnProperty"),
+        ([copy_op("/constructor", "/f")], "Object"),
+        ([copy_op("/toString", "")], "toString"),
+        ([add("/l", []), copy_op("/l/push", "/l/0")], "push"),
+        ([copy_op("/toString", "/b"), copy_op("/valueOf", "/1")], "valueOf"),  # "1" comes first
+        (
+            [
+                add("", [[True], [False]]),
+                move("/toString/hasOwnProperty/hasOwnProperty", ""),
+                add("/-", {}),
+                move("", "/-/1"),
+            ],
+            "hasOwnProperty",
+        ),
+    ],
+)
+def test_a_function_left_in_the_result(patch: list[Any], function: str) -> None:
+    document = {"a": 1}
+    with pytest.raises(UnclonableResult) as found:
+        apply_patch(document, patch)
+    assert not found.value.cycle
+    assert str(found.value) == f"function {function}() {{ [native code] }} could not be cloned."
+    assert document == {"a": 1}
+
+
+def test_a_root_moved_into_a_child_leaves_a_cycle() -> None:
+    document = {"a": 1}
+    with pytest.raises(UnclonableResult) as found:
+        apply_patch(document, [move("", "/b"), add("/c", 2)])
+    assert found.value.cycle and str(found.value) == "Converting circular structure to JSON"
+    assert document == {"a": 1}
+
+
+@pytest.mark.parametrize(
+    ("patch", "cyclic"),
+    [
+        ([move("", "/b"), probe("/nope", 1)], False),
+        # The added value is the patch's own object: the move winds it into the cycle, and the
+        # reference's warning then cannot write the patch down.
+        ([add("/x", {}), move("", "/x/y"), probe("/nope", 1)], True),
+    ],
+)
+def test_a_failure_after_a_root_move_says_whether_the_patch_is_cyclic(
+    patch: list[Any], cyclic: bool
+) -> None:
+    with pytest.raises(PatchError) as failed:
+        apply_patch({"a": 1}, patch)
+    assert failed.value.cyclic_patch is cyclic
+
+
+def test_infinity_reads_as_null_in_the_copy_the_reference_patches() -> None:
+    document = {"a": Infinite("inf"), "l": [Infinite("-inf")]}
+    assert apply_patch(document, [add("/b", 1)], plain=False) == {"a": None, "l": [None], "b": 1}
+    kept = {"a": Infinite("inf")}
+    with pytest.raises(PatchError):
+        apply_patch(kept, [add("/b", 1), probe("/b", 2)], plain=False)
+    assert math.isinf(kept["a"])  # a failed patch leaves even that

@@ -8,6 +8,7 @@ never raises, and folding in pieces through checkpoints equals folding at once.
 from __future__ import annotations
 
 import copy
+import math
 from typing import Any
 
 import orjson
@@ -16,7 +17,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from recorder.errors import InputError
+from recorder.reference.compat import minted_id
 from recorder.reference.projector import Problem, Projection, Projector, fold
+from recorder.wire.jsontext import dump
 
 Event = dict[str, Any]
 
@@ -559,11 +562,35 @@ def test_thinking_events_become_reasoning_messages_with_deterministic_ids() -> N
         ev("THINKING_TEXT_MESSAGE_END"),
         ev("THINKING_END"),
     ]
-    expected = [{"id": "thinking-2", "role": "reasoning", "content": "deep"}]
+    expected = [{"id": minted_id(2), "role": "reasoning", "content": "deep"}]
     assert project(events).messages == expected
     assert project(events).messages == expected  # and again: nothing random
-    taken = project(events, messages=[user("thinking-1"), user("thinking-2")]).messages
-    assert [m["id"] for m in taken] == ["thinking-1", "thinking-2", "thinking-4"]
+    taken = project(events, messages=[user(minted_id(1)), user(minted_id(2))]).messages
+    assert [m["id"] for m in taken] == [minted_id(1), minted_id(2), minted_id(4)]
+
+
+def test_minted_ids_never_meet_the_ids_a_producer_uses() -> None:
+    # The old scheme minted "thinking-1", "thinking-2": a producer using those ids had its
+    # message merged with a minted one.
+    events = [
+        ev("THINKING_START"),
+        ev("THINKING_TEXT_MESSAGE_START"),
+        ev("THINKING_TEXT_MESSAGE_CONTENT", delta="minted"),
+        ev("THINKING_TEXT_MESSAGE_END"),
+        ev("THINKING_END"),
+        start("thinking-1"),
+        content("thinking-1", "from the producer"),
+        end("thinking-1"),
+        start("thinking-2"),
+        content("thinking-2", "also the producer"),
+        end("thinking-2"),
+    ]
+    shown = [(m["id"], m["content"]) for m in project(events).messages]
+    assert shown == [
+        (minted_id(2), "minted"),
+        ("thinking-1", "from the producer"),
+        ("thinking-2", "also the producer"),
+    ]
 
 
 def test_legacy_binary_parts_are_upgraded() -> None:
@@ -580,7 +607,7 @@ def test_legacy_binary_parts_are_upgraded() -> None:
 @pytest.mark.parametrize(
     ("frame", "message"),
     [
-        (b"{not json", "Invalid event: the frame is not JSON"),
+        (b"{not json", "Invalid event: the frame is not a JSON object."),
         (b"[1, 2]", "Invalid event: the frame is not a JSON object."),
         (b'{"delta": "x"}', "Invalid event: the frame carries no event type."),
         (b'{"type": ""}', "Invalid event: the frame carries no event type."),
@@ -669,7 +696,7 @@ def test_restore_rejects_what_is_not_a_checkpoint() -> None:
 
 # -- properties -------------------------------------------------------------------------------
 
-IDS = st.sampled_from(["a", "b", "c", "thinking-1"])
+IDS = st.sampled_from(["a", "b", "c", minted_id(1)])
 SCALARS = st.none() | st.booleans() | st.integers(-2, 2) | st.text(max_size=3)
 VALUES = st.recursive(
     SCALARS,
@@ -859,3 +886,123 @@ def test_folding_through_a_checkpoint_equals_folding_at_once(
     rest.feed_many(frames[cut:])
     assert rest.result() == whole.result()
     assert rest.checkpoint() == whole.checkpoint()
+
+
+# -- what JSON.parse reads and orjson does not; numbers as doubles; odd starting points --------
+
+RUN = b'{"type": "RUN_STARTED", "threadId": "t", "runId": "r"}'
+
+
+def test_a_pair_split_across_two_deltas_is_one_character() -> None:
+    frames = [
+        RUN,
+        orjson.dumps(start("m")),
+        b'{"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": "x\\ud83d"}',
+        b'{"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": "\\ude00y"}',
+        orjson.dumps(end("m")),
+    ]
+    projection = fold(frames)
+    assert projection.messages == [said("m", "x\U0001f600y")]
+    assert projection.problems == ()
+
+
+def test_half_a_pair_stays_and_can_be_written() -> None:
+    frames = [RUN, orjson.dumps(start("m\ufffd"))]
+    frames.append(
+        b'{"type": "TEXT_MESSAGE_CONTENT", "messageId": "m\xef\xbf\xbd", "delta": "\\udbff"}'
+    )
+    frames.append(b'{"type": "TEXT_MESSAGE_END", "messageId": "\\ud800"}')
+    projection = fold(frames)
+    assert projection.messages == [said("m\ufffd", "\udbff")]
+    assert problems(projection) == ["TEXT_MESSAGE_END: No message found with ID '\\ud800'"]
+    assert dump(projection.to_json()) == (
+        b'{"messages":[{"id":"m\xef\xbf\xbd","role":"assistant","content":"\\udbff"}],'
+        b'"state":{},"pendingInterrupts":[],"problems":[{"index":3,"type":"TEXT_MESSAGE_END",'
+        b'"message":"TEXT_MESSAGE_END: No message found with ID \'\\\\ud800\'"}]}'
+    )
+
+
+def test_numbers_beyond_a_double_are_infinity_and_written_as_null() -> None:
+    projector = Projector()
+    projector.feed(RUN)
+    projector.feed(b'{"type": "STATE_SNAPSHOT", "snapshot": {"a": 1e400, "b": -1e400}}')
+    assert projector.result().state == {"a": None, "b": None}
+    assert math.isinf(projector.take().state["a"])
+    # The next patch applies to a JSON copy of the state, where Infinity is null.
+    projector.feed(orjson.dumps(patch({"op": "test", "path": "/a", "value": None})))
+    projector.feed(
+        b'{"type": "STATE_DELTA", "delta": [{"op": "add", "path": "/c", "value": 1e400}]}'
+    )
+    assert projector.take().state["a"] is None and math.isinf(projector.take().state["c"])
+
+
+def test_integers_past_two_to_the_53_are_doubles() -> None:
+    projection = fold(
+        [
+            RUN,
+            b'{"type": "STATE_SNAPSHOT", "snapshot": '
+            b'{"n": 9007199254740993, "l": [18446744073709551623]}}',
+            b'{"type": "TEXT_MESSAGE_START", "messageId": "m", '
+            b'"metadata": {"id": 12345678901234567}}',
+        ],
+        messages=[{"id": "u", "role": "user", "content": "x", "metadata": {"n": 2**53 + 1}}],
+    )
+    assert projection.state == {"n": 2**53, "l": [2.0**64]}
+    assert projection.messages[0]["metadata"] == {"n": 2**53}
+    assert projection.messages[1]["metadata"] == {"id": 12345678901234568}
+
+
+@pytest.mark.parametrize(
+    ("messages", "kept", "reported"),
+    [
+        ([None], [None], ["messages[0] is not an object"]),
+        (["hello", said("a", "x")], ["hello", said("a", "x")], ["messages[0] is not an object"]),
+        ([5, [1], True], [5, [1], True], [f"messages[{i}] is not an object" for i in range(3)]),
+        ("hello", [], ["messages is not an array"]),
+        ({"id": "m"}, [], ["messages is not an array"]),
+    ],
+)
+def test_a_starting_point_no_client_could_post_is_reported_and_folded(
+    messages: Any, kept: list[Any], reported: list[str]
+) -> None:
+    projection = fold(
+        [RUN, *(orjson.dumps(e) for e in [start("m"), content("m", "x")])], messages=messages
+    )
+    assert projection.messages == [*kept, said("m", "x")]
+    assert [p.index for p in projection.problems] == [-1] * len(reported)
+    assert all(r in p for r, p in zip(reported, problems(projection), strict=True))
+
+
+def test_stray_entries_stay_where_they_are_as_the_reference_keeps_them() -> None:
+    events = [
+        ev("TOOL_CALL_START", toolCallId="t", toolCallName="f", parentMessageId="a"),
+        tool_result("t", "r"),
+        snapshot(said("a", "kept"), user("u")),
+    ]
+    projection = project(events, messages=[said("a"), "stray", user("u")])
+    assert [m if isinstance(m, str) else m["id"] for m in projection.messages] == ["a", "u"]
+    before_snapshot = project(events[:2], messages=[said("a"), "stray", user("u")])
+    assert [m if isinstance(m, str) else m["id"] for m in before_snapshot.messages] == [
+        "a",
+        "r",
+        "stray",
+        "u",
+    ]
+
+
+def test_checkpoints_keep_what_json_cannot_say_plainly() -> None:
+    frames = [
+        RUN,
+        b'{"type": "STATE_SNAPSHOT", "snapshot": {"inf": 1e400, "s": "\\ud83d"}}',
+        orjson.dumps(patch({"op": "move", "from": "", "path": "/self"})),
+    ]
+    projector = Projector()
+    projector.feed_many(frames)
+    restored = Projector.restore(projector.checkpoint())
+    assert restored.result() == projector.result()
+    shown = restored.take().state
+    assert math.isinf(shown["inf"]) and shown["s"] == "\ud83d"
+    # The reducer's state is cyclic: the next patch fails the run, before and after alike.
+    for one in (projector, restored):
+        one.feed(orjson.dumps(patch({"op": "add", "path": "/x", "value": 1})))
+        assert "Converting circular structure to JSON" in problems(one.result())[-1]

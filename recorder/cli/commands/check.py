@@ -18,6 +18,7 @@ from recorder.models import Verification
 from recorder.reference.projector import fold as fold_frames
 from recorder.timetravel.views import verification
 from recorder.wire.events import read_event_file
+from recorder.wire.jsontext import parse
 
 
 def register(commands: Commands) -> None:
@@ -34,7 +35,11 @@ def register(commands: Commands) -> None:
         "fold", fold, "fold an event file into messages, state and interrupts", json=True
     )
     p.add_argument("file", help="JSON array, JSONL or SSE capture; - for stdin")
-    p.add_argument("--input", help="a RunAgentInput JSON file: the starting point")
+    p.add_argument(
+        "--input",
+        help="a RunAgentInput JSON file: the starting point (messages that are not a list, "
+        "or entries that are not objects, are reported in problems and the fold goes on)",
+    )
 
 
 def read_input(path: str) -> bytes:
@@ -72,7 +77,7 @@ async def fold(context: Context) -> int:
     state: Any = None
     if args.input:
         try:
-            posted = orjson.loads(read_input(args.input))
+            posted = parse(read_input(args.input))
         except orjson.JSONDecodeError as exc:
             raise InputError(f"{args.input}: not JSON ({exc})") from exc
         if not isinstance(posted, dict):

@@ -1,0 +1,283 @@
+"""The recording of one proxied response: read it, record it, forward it, close its runs.
+
+A ``RunRecording`` owns the upstream's answer from the moment its head arrived. It is not
+tied to the client's connection: when the client goes away the recording goes on (unless
+``keep_reading_on_disconnect`` is off) to the end of the run, so the run can still be
+replayed or attached to. Its phases:
+
+    HEAD ─────────────────► RECORDING ─────────────────► CLOSING ───────────────► ENDED
+    begin(), on the          the recording's own task:    a RUN_ERROR of ours      the client's
+    request's task: the      the reader fills, the loop   when the last run has    stream ends,
+    first chunk, recorded    records and forwards all     no end; every run's      the slot is
+    while the client's       that is pending as one       status (and the          given back
+    output is HELD           batch (one group commit)     thread's summary)
+      │                        │
+      └──► CLOSING             └──► CLOSING
+      (the first chunk broke,    (the answer ended or broke; a limit or the store
+       or a limit or the store    stopped it; the task was cancelled: the client left
+       stopped the run)           with keep_reading_on_disconnect off, or a shutdown)
+
+A task cancelled before it reached ENDED (a shutdown before its first step, a second
+cancellation while CLOSING) is ended by its done callback: the client's stream ends, the
+connection is let go and the slot is given back. The slot goes back exactly once.
+
+The parts: ``FrameReader`` (reader.py) reads ahead at most ``READ_AHEAD`` frames;
+``ResponseRuns`` (segments.py) says which run a frame belongs to, a response may carry
+several, and closes them; ``GroupCommitter`` (committer.py) commits; ``ClientOutput``
+(output.py) queues what the client has yet to read.
+
+Durability "commit" (the default): a batch is forwarded only after the transaction holding
+it committed, so the client never saw an event the log lacks. "buffered": a batch is
+forwarded first and committed right behind it.
+
+The recorder's own RUN_ERROR codes: ``upstream_dropped``, ``upstream_idle``,
+``upstream_incomplete``, ``frame_too_large``, ``limit_exceeded``, ``client_disconnected``,
+and ``store_failure`` (the one frame that is never in the log, since the log failed).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import enum
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from recorder.config import Settings
+from recorder.errors import StoreError, UpstreamError
+from recorder.proxy.committer import GroupCommitter
+from recorder.proxy.output import ClientOutput
+from recorder.proxy.reader import FrameReader
+from recorder.proxy.segments import (
+    ResponseRuns,
+    Segment,
+    SegmentPhase,
+    Summary,
+    recorder_error,
+)
+from recorder.proxy.upstream import Response
+from recorder.store import EventStore, NewEvent, NewRun
+from recorder.wire.sse import Frame, FrameTooLarge, encode_frame
+
+FIRST_WAIT = 0.05  # seconds the first events are awaited on the request's own task
+
+
+class Phase(enum.Enum):
+    HEAD = "head"
+    RECORDING = "recording"
+    CLOSING = "closing"
+    ENDED = "ended"
+
+
+class Host(Protocol):
+    """What a recording needs of the proxy that starts it."""
+
+    store: EventStore
+    settings: Settings
+    committer: GroupCommitter
+    owner: str
+
+    def register(self, recording: RunRecording) -> None: ...
+    def finished(self, run_id: str) -> None: ...
+
+
+class RunRecording:
+    def __init__(self, host: Host, run: NewRun, response: Response, summary: list[str]) -> None:
+        self._host = host
+        self._settings = host.settings
+        self.run_id = run.run_id
+        self.phase = Phase.HEAD
+        self._reader = FrameReader(response, self._settings.max_frame_bytes)
+        self._runs = ResponseRuns(host.store, host.owner, run, Summary(summary))
+        self._commits = _Commits(host.committer, self._settings.on_store_failure)
+        self.output = ClientOutput(self._client_left)
+        self.task: asyncio.Task[None]
+
+    async def begin(self) -> None:
+        """Record the first events on the request's task, then go on, on a task of its own.
+
+        The first events usually follow the head closely: recording them here spares the
+        first event several hand-overs between tasks. Whatever happens here, the task is
+        started and registered (it gives the run's slot back).
+        """
+        go_on = False
+        broke: BaseException | None = None
+        try:
+            try:
+                frames = await self._reader.first(FIRST_WAIT)
+            except (UpstreamError, FrameTooLarge) as exc:
+                broke = exc  # closed by the recording task, as a broken stream
+            else:
+                go_on = not frames or await self._record(frames)
+        finally:
+            self.output.open()
+            self.task = asyncio.create_task(self._run(go_on, broke), name=f"record-{self.run_id}")
+            self.task.add_done_callback(self._ended)
+            self._host.register(self)
+
+    def _client_left(self) -> None:
+        if not self._settings.keep_reading_on_disconnect and not self.task.done():
+            self.task.cancel()
+
+    # -- the phases ---------------------------------------------------------------------------
+
+    async def _run(self, go_on: bool, broke: BaseException | None) -> None:
+        try:
+            if go_on:
+                self.phase = Phase.RECORDING
+                broke = await self._record_stream()
+            self.phase = Phase.CLOSING
+            if broke is not None:
+                await self._close_with(*_broken(broke, self._settings.idle_timeout))
+        except asyncio.CancelledError:
+            self.phase = Phase.CLOSING
+            await self._close_with(
+                "the client disconnected; recording stopped", "client_disconnected"
+            )
+            raise
+        finally:
+            self.phase = Phase.CLOSING
+            await self._reader.stop()
+            with contextlib.suppress(Exception):
+                await self._close_runs()
+            await self.output.end()
+            self._end()
+
+    async def _record_stream(self) -> BaseException | None:
+        """Record what the reader hands over until the answer is over or the run must stop;
+        why the answer broke off, if it did."""
+        self._reader.start(f"read-{self.run_id}")
+        while (batch := await self._reader.take()) is not None:
+            if not await self._record(batch):
+                break
+        return self._reader.failure()
+
+    async def _close_runs(self) -> None:
+        if self._runs.current.phase is SegmentPhase.OPEN and not self._commits.stopped:
+            await self._close_with(
+                "the upstream ended the stream without RUN_FINISHED or RUN_ERROR",
+                "upstream_incomplete",
+            )
+        await self._runs.close_all(self._commits.failure)
+
+    def _end(self) -> None:
+        self.phase = Phase.ENDED
+        self._host.finished(self.run_id)
+
+    def _ended(self, _task: asyncio.Task[None]) -> None:
+        if self.phase is Phase.ENDED:
+            return
+        self._reader.stop_now()
+        self.output.end_now()
+        self._end()
+
+    # -- one batch ----------------------------------------------------------------------------
+
+    async def _record(self, frames: list[Frame]) -> bool:
+        """Record and forward one batch; False when the recording must stop here."""
+        runs = self._runs
+        limit = self._settings.max_events_per_run
+        parts: list[_Part] = []
+        for frame in frames:
+            data = frame.data
+            segment = runs.current
+            if segment.phase is not SegmentPhase.OPEN and b"RUN_STARTED" in data:
+                segment = await runs.next_run(data)
+            if not parts or parts[-1].segment is not segment:
+                parts.append(_Part(segment))
+            if segment.next_seq >= limit:
+                await self._commit_and_forward(parts)
+                await self._close_with(f"the run exceeded {limit} events", "limit_exceeded")
+                return False
+            part = parts[-1]
+            part.events.append(segment.observe(data, runs.summary))
+            part.frames.append(encode_frame(data, segment.next_seq))
+            segment.next_seq += 1
+        return await self._commit_and_forward(parts)
+
+    async def _commit_and_forward(self, parts: list[_Part]) -> bool:
+        buffered = self._settings.durability == "buffered"
+        for part in parts:
+            if not part.events:
+                continue
+            out = b"".join(part.frames)
+            if buffered:
+                await self.output.put(out)
+            stored = await self._commits.append(part.segment.run_id, part.events)
+            if not stored and self._commits.stopped:
+                message = f"the recorder could not store the run: {self._commits.failure}"
+                await self.output.put(encode_frame(recorder_error(message, "store_failure")))
+                return False
+            if not buffered:
+                await self.output.put(out)
+            if part.segment is not self._runs.current:  # an earlier run of this response
+                await self._runs.close(part.segment, self._commits.failure)
+        return True
+
+    async def _close_with(self, message: str, code: str) -> None:
+        """End the current run with a RUN_ERROR of our own, recorded and forwarded.
+
+        A run that already ended is left as it ended: a connection that breaks, stalls or is
+        dropped by the client after RUN_FINISHED takes nothing from the run.
+        """
+        segment = self._runs.current
+        ending = segment.end_with(message, code)
+        if ending is not None:
+            event, frame = ending
+            await self._commits.append_own(segment.run_id, event)
+            await self.output.put(frame)
+
+
+@dataclass(slots=True)
+class _Part:
+    """The frames of one batch that belong to one run."""
+
+    segment: Segment
+    events: list[NewEvent] = field(default_factory=list)
+    frames: list[bytes] = field(default_factory=list)
+
+
+class _Commits:
+    """Batches handed to the group committer, and the store's first failure.
+
+    On a failure, ``on_store_failure`` "error" stops the recording (its client gets a
+    ``store_failure`` RUN_ERROR, and never an event the log lacks); "continue" offers the
+    store nothing more and goes on forwarding. Either way the runs close as errors.
+    """
+
+    def __init__(self, committer: GroupCommitter, on_failure: str) -> None:
+        self._committer = committer
+        self._continue = on_failure == "continue"
+        self.failure: str | None = None
+
+    @property
+    def stopped(self) -> bool:
+        """The store failed and the recording must stop."""
+        return self.failure is not None and not self._continue
+
+    async def append(self, run_id: str, events: list[NewEvent]) -> bool:
+        """Commit ``events``; False when they are not in the log."""
+        if self.failure is not None and self._continue:
+            return False
+        try:
+            await self._committer.append(run_id, events)
+            return True
+        except StoreError as exc:
+            self.failure = str(exc)
+            return False
+
+    async def append_own(self, run_id: str, event: NewEvent) -> None:
+        """Commit a RUN_ERROR of the recorder's, if the store lets it."""
+        with contextlib.suppress(StoreError):
+            await self._committer.append(run_id, [event])
+
+
+def _broken(exc: BaseException, idle_timeout: float) -> tuple[str, str]:
+    """The message and code of the RUN_ERROR that closes a run whose answer broke off."""
+    if isinstance(exc, FrameTooLarge):
+        return str(exc), "frame_too_large"
+    if isinstance(exc, TimeoutError):
+        return f"the upstream sent nothing for {idle_timeout:g} s", "upstream_idle"
+    if isinstance(exc, UpstreamError):
+        return f"the upstream stream broke: {exc}", "upstream_dropped"
+    return f"the upstream stream broke: {type(exc).__name__}: {exc}", "upstream_dropped"

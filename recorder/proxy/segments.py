@@ -1,0 +1,189 @@
+"""The runs of one upstream response: which run each frame belongs to, and how each run closes.
+
+An agent may stream several runs in one response: a RUN_STARTED after a run's terminal
+event begins the next run, created then (its parent: the run before, unless it names one).
+The part of the response that belongs to one run is a ``Segment``:
+
+    OPEN ──RUN_FINISHED or RUN_ERROR (the agent's, or one of the recorder's)──► ENDED
+      │                                                                          │
+      └──────────────────────────── its status is written ─────────────────► CLOSED
+
+An ENDED run still takes the frames that follow it, up to a new run's RUN_STARTED (they
+are recorded with the run they came in); the recorder never adds a RUN_ERROR to it. A
+CLOSED run is never written again. A run whose last frames share a batch with a later
+run's is closed as soon as that batch is committed; every other run when the response is
+over.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from recorder.errors import Conflict
+from recorder.reference.check import StreamCheck
+from recorder.store import EventStore, NewEvent, NewRun
+from recorder.store.model import RECORDER
+from recorder.wire.events import decode
+from recorder.wire.jsontext import well_formed
+from recorder.wire.sse import encode_frame
+
+SUMMARY_LIMIT = 20_000  # characters of a thread's text kept for searching it
+_STATUS = {"interrupt": "interrupted", "cancelled": "cancelled", "error": "error"}
+
+
+def recorder_error(message: str, code: str) -> bytes:
+    """A RUN_ERROR of the recorder's own (``code`` says what happened, e.g. ``upstream_idle``)."""
+    return orjson.dumps({"type": "RUN_ERROR", "message": message, "code": code})
+
+
+class SegmentPhase(enum.Enum):
+    OPEN = "open"
+    ENDED = "ended"
+    CLOSED = "closed"
+
+
+@dataclass(slots=True)
+class Summary:
+    """The text said in a thread (posted messages, then streamed deltas), up to a limit."""
+
+    parts: list[str]
+    size: int = 0
+
+    def __post_init__(self) -> None:
+        self.size = sum(map(len, self.parts))
+
+    def text(self) -> str | None:
+        return well_formed("".join(self.parts)[:SUMMARY_LIMIT]) if self.parts else None
+
+
+@dataclass(slots=True)
+class Segment:
+    """The part of one upstream response that belongs to one run."""
+
+    run_id: str
+    thread_id: str
+    phase: SegmentPhase = SegmentPhase.OPEN
+    next_seq: int = 0
+    outcome: str | None = None  # once ENDED: RUN_FINISHED's outcome type, or "error"
+    error: str | None = None
+    check: StreamCheck = field(default_factory=StreamCheck)
+    problems: list[dict[str, Any]] = field(default_factory=list)
+
+    def observe(self, data: bytes, summary: Summary) -> NewEvent:
+        """The frame ``data`` (the next of this run) as an event to record; a terminal event
+        ends the run, a lifecycle violation is noted, text goes to ``summary``."""
+        obj = decode(data)
+        violation = self.check.feed(obj if obj is not None else data)
+        if violation is not None:
+            self.problems.append({"seq": self.next_seq, "message": violation.message})
+        if obj is None:
+            return NewEvent(data, None)
+        kind = obj.get("type")
+        kind = kind if isinstance(kind, str) else None
+        if kind == "RUN_FINISHED":
+            self.phase = SegmentPhase.ENDED
+            outcome = obj.get("outcome")
+            self.outcome = (
+                well_formed(str(outcome.get("type", "success")))
+                if isinstance(outcome, dict)
+                else "success"
+            )
+        elif kind == "RUN_ERROR":
+            self.phase = SegmentPhase.ENDED
+            self.outcome = "error"
+            self.error = well_formed(str(obj.get("message", "")))
+        elif kind in ("TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_CHUNK"):
+            delta = obj.get("delta")
+            if isinstance(delta, str) and summary.size < SUMMARY_LIMIT:
+                summary.parts.append(delta)
+                summary.size += len(delta)
+        return NewEvent(data, kind)
+
+    def end_with(self, message: str, code: str) -> tuple[NewEvent, bytes] | None:
+        """End an OPEN run with a RUN_ERROR of the recorder's: the event to record and the
+        frame to forward. None for a run that already ended: it stays as it ended."""
+        if self.phase is not SegmentPhase.OPEN:
+            return None
+        data = recorder_error(message, code)
+        self.phase, self.outcome, self.error = SegmentPhase.ENDED, "error", message
+        seq = self.next_seq
+        self.next_seq += 1
+        return NewEvent(data, "RUN_ERROR", RECORDER), encode_frame(data, seq)
+
+    def status(self, store_failure: str | None) -> tuple[str, str | None]:
+        """The run's final status and error."""
+        if store_failure is not None:
+            return "error", f"store failure: {store_failure}"
+        return _STATUS.get(self.outcome or "", "finished"), self.error
+
+
+class ResponseRuns:
+    """The segments of one response, the first being the posted run; creates the later ones
+    and writes every run's closing status."""
+
+    def __init__(self, store: EventStore, owner: str, first: NewRun, summary: Summary) -> None:
+        self._store = store
+        self._owner = owner
+        self.current = Segment(first.run_id, first.thread_id)
+        self.segments = [self.current]
+        self.summary = summary
+
+    async def next_run(self, data: bytes) -> Segment:
+        """The segment for ``data``, a frame that came after the current run ended: a new run
+        when it is a RUN_STARTED with a fresh run id, else the current one."""
+        current = self.current
+        obj = decode(data)
+        if obj is None or obj.get("type") != "RUN_STARTED" or not isinstance(obj.get("runId"), str):
+            return current
+        if any(isinstance(v, str) and v != well_formed(v) for v in obj.values()):
+            return current  # ids no database can store: the frames stay with this run
+        given_thread = obj.get("threadId")
+        thread_id = given_thread if isinstance(given_thread, str) else current.thread_id
+        given = obj.get("parentRunId")
+        run = NewRun(
+            run_id=obj["runId"],
+            thread_id=thread_id,
+            agent=None,
+            parent_run_id=given if isinstance(given, str) else current.run_id,
+            parent_inferred=not isinstance(given, str),
+            owner=self._owner,
+        )
+        try:
+            await self._store.create_run(run)
+        except Conflict:
+            return current  # a repeated run id: keep it with the run it came in
+        self.current = Segment(run.run_id, thread_id)
+        self.segments.append(self.current)
+        return self.current
+
+    async def close(
+        self, segment: Segment, store_failure: str | None, summary: str | None = None
+    ) -> None:
+        """Write the run's status (and ``summary``, its thread's, in the same commit), once."""
+        if segment.phase is SegmentPhase.CLOSED:
+            return
+        segment.phase = SegmentPhase.CLOSED
+        status, error = segment.status(store_failure)
+        await self._store.set_status(
+            segment.run_id,
+            status,
+            outcome=segment.outcome,
+            error=error,
+            violations=segment.problems,
+            summary=summary,
+        )
+
+    async def close_all(self, store_failure: str | None) -> None:
+        """Close every run not closed yet; the thread's summary goes with the first run's
+        status (one commit), or alone when that run was closed already."""
+        first = self.segments[0]
+        summary = self.summary.text()
+        if summary is not None and first.phase is SegmentPhase.CLOSED:
+            await self._store.set_summary(first.thread_id, summary)
+            summary = None
+        for segment in self.segments:
+            await self.close(segment, store_failure, summary if segment is first else None)
