@@ -401,6 +401,10 @@ async def test_fork_into_a_new_thread_with_lineage_both_ways(
     await screenshot(page, "fork-origin.png")
     await link.click()
     await expect(page.locator("#forked-from")).to_contain_text("forked from t2")
+    # The threads list says so too.
+    await page.goto(rec + "/#/threads")
+    row = page.locator(f"#threads .thread-row[data-thread-id='{forked['threadId']}']")
+    await expect(row.locator(".forked-tag")).to_have_text(" · forked from t2")
 
 
 async def test_fork_here_follows_the_agents_strategy(
