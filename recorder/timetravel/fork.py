@@ -120,14 +120,20 @@ async def plan_fork(
             f"atSeq {req.at_seq} is outside run {run_id!r} (events 0..{parent.event_count - 1})"
         )
     start = await _start(store, history, parent, req)
-    base = start.run
     new_run = req.run_id or f"run-{uuid.uuid4().hex}"
-    strategy, thread = await _placement(store, base, req, new_run, agents)
-    posted = (decode(base.input) if base.input is not None else None) or {}
+    strategy, thread = await _placement(store, start.run, req, new_run, agents)
     body: dict[str, Any] = {"threadId": thread, "runId": new_run}
     if strategy == SAME_THREAD:
-        body["parentRunId"] = base.run_id
-    body |= {
+        body["parentRunId"] = start.run.run_id
+    body |= _input(start, req)
+    return ForkPlan(start.run.agent or parent.agent, body, start.run.run_id, start.seq, strategy)
+
+
+def _input(start: Start, req: ForkRequest) -> dict[str, Any]:
+    """The rest of the branch's RunAgentInput: the history and state where it starts, as
+    changed; tools, context and the rest from the input of the run it starts from."""
+    posted = (decode(start.run.input) if start.run.input is not None else None) or {}
+    body: dict[str, Any] = {
         "state": _state(start.state, req),
         "messages": [*start.messages, *(_message(m) for m in req.messages)],
         "tools": posted.get("tools") or [],
@@ -141,7 +147,7 @@ async def plan_fork(
     resume = req.resume if req.resume is not None else start.resume
     if resume is not None:
         body["resume"] = resume
-    return ForkPlan(base.agent or parent.agent, body, base.run_id, start.seq, strategy)
+    return body
 
 
 def _check_options(req: ForkRequest) -> None:
