@@ -6,6 +6,7 @@
 
 import { getJSON, paths, request } from "./api.js";
 import { h, replace, shortId } from "./dom.js";
+import { threadHash } from "./lineage.js";
 
 let agents = null; // the configured agents' strategies, asked for once per page
 
@@ -185,7 +186,7 @@ export class Composer {
       const notice = `Forked ${said[strategy] || ""} (${strategy}): run ${shortId(created)}.`;
       if (thread && thread !== view.threadId) {
         view.app.notify(thread, notice);
-        view.app.go(`#/threads/${encodeURIComponent(thread)}/runs/${encodeURIComponent(created)}`);
+        view.app.go(threadHash(thread, created));
         return;
       }
       view.notice = notice;

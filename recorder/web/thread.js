@@ -4,34 +4,13 @@
 import { ApiError, followRun, getJSON, paths } from "./api.js";
 import { conversation } from "./conversation.js";
 import { Composer } from "./fork.js";
+import { forkedFrom, pointText, threadForks, threadHash } from "./lineage.js";
 import { ago, debounce, elapsed, h, replace, shortId, statusBadge, when } from "./dom.js";
 import { diff, jsonTree, short } from "./json.js";
 import { Timeline } from "./timeline.js";
 
 const PAGE = 500; // events per page request
 const TERMINAL_EVENTS = new Set(["RUN_FINISHED", "RUN_ERROR"]);
-const enc = encodeURIComponent;
-
-export const threadHash = (threadId, runId, seq) =>
-  `#/threads/${enc(threadId)}${runId ? `/runs/${enc(runId)}` : ""}` +
-  (runId && seq !== null && seq !== undefined ? `/events/${seq}` : "");
-
-// "after #N", "at its start" (-1), "after its end" (null): a point of a run, in words.
-export function pointText(seq) {
-  if (seq === null || seq === undefined) return "after its end";
-  return seq < 0 ? "at its start" : `at #${seq}`;
-}
-
-// A link to the point another thread branched off at (its run, in its thread).
-function originLink(origin) {
-  const label = [h("span", { class: "mono" }, origin.threadId ?? "a run not recorded here"),
-    " · ", h("span", { class: "mono", title: origin.runId }, shortId(origin.runId)), " ",
-    pointText(origin.seq)];
-  if (!origin.threadId) return h("span", {}, label);
-  const seq = origin.seq === null || origin.seq === undefined ? null : origin.seq;
-  return h("a", { href: threadHash(origin.threadId, origin.runId, seq), class: "origin-link" },
-    label);
-}
 
 function flatten(nodes, out = new Map()) {
   for (const node of nodes) {
@@ -172,9 +151,7 @@ export class ThreadView {
       h("div", { class: "muted small" }, t.agent ? `agent ${t.agent} · ` : "",
         `${t.runCount} run${t.runCount === 1 ? "" : "s"} · updated `,
         h("time", { datetime: t.updatedAt, title: when(t.updatedAt) }, ago(t.updatedAt))),
-      t.forkedFrom ? h("div", { class: "forked-from small", id: "forked-from" },
-        h("span", { class: "fork-icon", "aria-hidden": "true" }), "forked from ",
-        originLink(t.forkedFrom)) : null,
+      t.forkedFrom ? forkedFrom(t.forkedFrom) : null,
       notice ? h("p", { class: "notice small", role: "status", id: "fork-notice" }, notice) : null);
   }
 
@@ -206,15 +183,7 @@ export class ThreadView {
             h("span", { class: "run-count" }, `${node.eventCount} ev`), fork ? " · " : "", fork,
             lineage === "inferred" ? h("span", { class: "tag-inferred" }, "inferred") : null),
         ),
-        this.threadForks(node.runId).length
-          ? h("ul", { class: "thread-forks", "aria-label": "Threads forked from this run" },
-            this.threadForks(node.runId).map((fork) => h("li", {},
-              h("a", { class: "thread-fork", href: threadHash(fork.threadId),
-                dataset: { threadId: fork.threadId } },
-              h("span", { class: "fork-icon", "aria-hidden": "true" }), "thread ",
-              h("span", { class: "mono", title: fork.threadId }, shortId(fork.threadId, 20)), " ",
-              h("span", { class: "muted" }, pointText(fork.forkedFrom.seq))))))
-          : null,
+        threadForks(this.threadForks(node.runId)),
         node.children.length ? h("ul", { role: "group" }, node.children.map(item)) : null);
     };
     if (!this.thread.runs.length) {
