@@ -125,17 +125,18 @@ async def plan_fork(
     body: dict[str, Any] = {"threadId": thread, "runId": new_run}
     if strategy == SAME_THREAD:
         body["parentRunId"] = start.run.run_id
-    body |= _input(start, req)
+    body |= _input(start, req, new_run)
     return ForkPlan(start.run.agent or parent.agent, body, start.run.run_id, start.seq, strategy)
 
 
-def _input(start: Start, req: ForkRequest) -> dict[str, Any]:
+def _input(start: Start, req: ForkRequest, new_run: str) -> dict[str, Any]:
     """The rest of the branch's RunAgentInput: the history and state where it starts, as
     changed; tools, context and the rest from the input of the run it starts from."""
+    added = [_message(m, f"{new_run}-message-{n}") for n, m in enumerate(req.messages, 1)]
     posted = (decode(start.run.input) if start.run.input is not None else None) or {}
     body: dict[str, Any] = {
         "state": _state(start.state, req),
-        "messages": [*start.messages, *(_message(m) for m in req.messages)],
+        "messages": [*start.messages, *added],
         "tools": posted.get("tools") or [],
         "context": posted.get("context") or [],
         "forwardedProps": posted.get("forwardedProps", {})
@@ -222,12 +223,14 @@ def _state(at: Any, req: ForkRequest) -> Any:
     return patched
 
 
-def _message(message: dict[str, Any] | str) -> dict[str, Any]:
+def _message(message: dict[str, Any] | str, default_id: str) -> dict[str, Any]:
+    """A message to append; without an id, one made after the new run's, so that the dry
+    run of a fork with a given run id shows the very input the fork posts."""
     if isinstance(message, str):
         message = {"content": message}
     if not isinstance(message, dict):
         raise InputError("each message to append must be an object or a string")
-    out = {"id": f"msg-{uuid.uuid4().hex[:16]}", "role": "user", **message}
+    out = {"id": default_id, "role": "user", **message}
     if out["role"] == "user" and not isinstance(out.get("content"), (str, list)):
         raise InputError("a user message needs content (a string or content parts)")
     return out

@@ -103,6 +103,16 @@ async def test_a_fork_goes_into_a_new_thread_that_knows_where_it_came_from(
     assert "delete report.txt please" not in contents(now["messages"])
     assert await state(client, "n1") == at
 
+    # The dry run is the very input the fork posts (an appended text gets an id after the run).
+    dry = await planned(client, r1, atSeq=12, messages=["And Oslo?"], runId="n1-c")
+    assert dry["input"]["messages"][-1] == {
+        "id": "n1-c-message-1",
+        "role": "user",
+        "content": "And Oslo?",
+    }
+    await fork(client, r1, atSeq=12, messages=["And Oslo?"], runId="n1-c")
+    assert (await client.get("/runs/n1-c")).json()["input"] == dry["input"]
+
     # A thread named by the request: a new one, or the parent's (a same-thread fork).
     named = await planned(client, r1, threadId="n1-named", runId="x")
     assert (named["strategy"], named["input"]["threadId"]) == ("new-thread", "n1-named")
