@@ -34,6 +34,10 @@ ENV_PREFIX = "RECORDER_"
 
 
 ForkStrategy = Literal["new-thread", "same-thread"]
+# Most AG-UI agents keep their own memory per thread (LangGraph's checkpointer, Mastra,
+# Agno, CrewAI flows): only a new thread rewinds them. For an agent that rebuilds from the
+# posted messages a new thread gives the same branch, so it is the safe default.
+DEFAULT_FORK_STRATEGY: ForkStrategy = "new-thread"
 
 
 class AgentConfig(BaseModel):
@@ -46,7 +50,7 @@ class AgentConfig(BaseModel):
     # agents that keep their own memory per thread (most do) and harmless for the rest;
     # "same-thread": the branch posts the history on the parent's thread with parentRunId,
     # right only for agents that rebuild everything from the posted messages.
-    fork: ForkStrategy = "new-thread"
+    fork: ForkStrategy = DEFAULT_FORK_STRATEGY
 
     @field_validator("url")
     @classmethod

@@ -5,8 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import socket
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,17 +19,12 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from recorder.api import create_app
+from recorder.cli.serve import free_port
 from recorder.config import Settings
 from recorder.demo_agent import create_demo_app
+from recorder.store import EventStore, Run
 from recorder.wire.sse import FrameSplitter
 from tests.conftest import INTEROP
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 @asynccontextmanager
@@ -210,8 +204,48 @@ def view(state: dict[str, Any]) -> dict[str, Any]:
     return {k: state[k] for k in ("messages", "state", "pendingInterrupts")}
 
 
-def user(text: str, mid: str) -> dict[str, Any]:
+def user(text: str, mid: str = "u1") -> dict[str, Any]:
     return {"id": mid, "role": "user", "content": text}
+
+
+async def eventually(check: Callable[[], Awaitable[bool]], what: str, timeout: float = 10) -> None:
+    """Poll ``check`` until it holds; fail naming ``what`` when ``timeout`` passes first."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not await check():
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"{what}: still not so after {timeout:g} s")
+        await asyncio.sleep(0.02)
+
+
+async def run_recorded(client: httpx.AsyncClient, base: str, run_id: str) -> None:
+    """Wait until the recorder at ``base`` knows the run (its request has gone through)."""
+
+    async def known() -> bool:
+        return (await client.get(f"{base}/runs/{run_id}")).status_code == 200
+
+    await eventually(known, f"run {run_id!r} recorded")
+
+
+async def run_closed(store: EventStore, run_id: str, timeout: float = 10) -> Run:
+    """Wait until the run is no longer running; the run as it ended."""
+
+    async def closed() -> bool:
+        return (await store.get_run(run_id)).status != "running"
+
+    await eventually(closed, f"run {run_id!r} closed", timeout)
+    return await store.get_run(run_id)
+
+
+async def healthy(client: httpx.AsyncClient, base: str, timeout: float = 10) -> None:
+    """Wait until a recorder starting at ``base`` answers /healthz."""
+
+    async def up() -> bool:
+        try:
+            return (await client.get(f"{base}/healthz")).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    await eventually(up, f"{base} healthy", timeout)
 
 
 async def post_run(

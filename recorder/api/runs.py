@@ -6,8 +6,9 @@ from fastapi import APIRouter, Header, Query, Request
 from fastapi.responses import Response
 
 from recorder.api.deps import RuntimeDep, TokenDep
+from recorder.api.proxy_endpoint import header_value
 from recorder.api.views import ERRORS, JSON, SSE_HEADERS, EventStream, proxied_response, stream_doc
-from recorder.errors import InputError
+from recorder.errors import InputError, NotFound
 from recorder.models import EventPage, ForkBody, ForkPlan, Run, State, Verification
 from recorder.proxy.proxy import Relay
 from recorder.timetravel import views
@@ -18,6 +19,9 @@ router = APIRouter(tags=["runs"], dependencies=[TokenDep], responses=ERRORS)
 
 # Set on a fork's answer that is the agent's own (a non-2xx relayed), not the recorder's.
 RELAYED = "x-recorder-relayed"
+# Set on every fork's answer: the strategy it used and the thread the branch went to.
+FORK_STRATEGY = "x-recorder-fork-strategy"
+FORK_THREAD = "x-recorder-thread-id"
 
 
 @router.get("/runs/{run_id}", response_model=Run, response_class=JSON)
@@ -83,19 +87,32 @@ async def run_stream(
     response_class=JSON,
     responses={
         200: {
-            "description": "the new run's events as recorded; with dryRun, its plan",
+            "description": "the new run's events as recorded (the headers "
+            f"`{FORK_STRATEGY}` and `{FORK_THREAD}` say where it went); with dryRun, its plan",
             "content": {"text/event-stream": {"schema": {"type": "string"}}},
         },
+        409: {"description": "the new run's id, or the new thread's, is taken"},
     },
 )
 async def fork_run(run_id: str, body: ForkBody, request: Request, runtime: RuntimeDep) -> Response:
-    plan = await plan_fork(runtime.store, runtime.history, run_id, fork_request(body))
+    """Fork a new run from a point of this one (or from the turn of an edited or regenerated
+    message), into a new thread or on the parent's, by the fork's strategy."""
+    agents = runtime.settings.agents
+    plan = await plan_fork(runtime.store, runtime.history, run_id, fork_request(body), agents)
     if body.dry_run:
         return JSON(views.plan_view(plan))
+    if plan.agent not in agents:
+        raise NotFound(
+            f"run {plan.parent_run_id!r} was recorded through agent {plan.agent!r}, whose URL "
+            f"this recorder does not know: start it with --agent {plan.agent}=URL (or "
+            f"RECORDER_AGENTS={plan.agent}=URL, or a config file)"
+        )
     result = await runtime.proxy.start(
         plan.agent, plan.body, request.headers, parent=(plan.parent_run_id, plan.parent_seq)
     )
     response = proxied_response(result)
     if isinstance(result, Relay):
         response.headers[RELAYED] = "true"
+    response.headers[FORK_STRATEGY] = plan.strategy
+    response.headers[FORK_THREAD] = header_value(plan.thread_id).decode()
     return response

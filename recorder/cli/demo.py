@@ -18,6 +18,8 @@ from recorder.cli.render import thread_text, threads_table, transcript
 from recorder.cli.serve import free_port, make_server
 from recorder.client import AsyncRecorderClient
 from recorder.config import AgentConfig, Settings
+from recorder.errors import RecorderError
+from recorder.models import ForkOptions, ForkPlan
 
 
 async def run_demo(settings: Settings, *, keep_serving: bool = False) -> int:
@@ -42,9 +44,11 @@ async def run_demo(settings: Settings, *, keep_serving: bool = False) -> int:
             await asyncio.sleep(0.05)
         async with httpx.AsyncClient(base_url=base, timeout=30, trust_env=False) as client:
             thread = await _drive(client)
-        print(await _report(base, thread))
+        async with AsyncRecorderClient(base) as recorder:
+            plan = await _fork(recorder, thread)
+            print(await _report(recorder, thread, plan))
         if not keep_serving:
-            print(hints(settings, thread))
+            print(hints(settings, thread, plan.thread_id))
         if keep_serving:
             print(
                 f"\nweb timeline at {base}/#/threads/{thread}"
@@ -96,35 +100,88 @@ async def _drive(client: httpx.AsyncClient) -> str:
     finished = await turn("run-2", "Please delete report.txt")
     interrupt = finished[-1]["outcome"]["interrupts"][0]
     await turn("run-3", None, resume=[{"interruptId": interrupt["id"], "status": "resolved"}])
-    fork = {"atSeq": 16, "messages": ["Actually, what about Rome?"], "runId": f"{thread}-fork-1"}
-    await _post(client, f"/runs/{thread}-run-1/fork", fork)
     return thread
 
 
-async def _report(base: str, thread: str) -> str:
-    async with AsyncRecorderClient(base) as client:
-        threads = (await client.threads(limit=5)).threads
-        tree = await client.thread(thread)
-        now = await client.thread_state(thread)
-        main = await client.run_state(f"{thread}-run-3")
-        interrupted = await client.run_state(f"{thread}-run-2")
+async def answered(recorder: AsyncRecorderClient, run_id: str) -> int:
+    """The seq right after the run's answer is complete: its RUN_FINISHED (else its last
+    TEXT_MESSAGE_END), read from the recorded events; a fork there branches between turns,
+    never inside an answer."""
+    ends = {
+        e.type: e.seq
+        async for e in recorder.iter_events(run_id)
+        if e.type in ("RUN_FINISHED", "TEXT_MESSAGE_END")
+    }
+    found = ends.get("RUN_FINISHED", ends.get("TEXT_MESSAGE_END"))
+    if found is None:
+        raise RecorderError(f"run {run_id!r} recorded no complete answer to fork after")
+    return found
+
+
+async def _fork(recorder: AsyncRecorderClient, thread: str) -> ForkPlan:
+    """Ask the first turn's question differently: fork run-1 once its answer is complete,
+    by the agent's strategy (the demo agent has the default, a new thread)."""
+    first = f"{thread}-run-1"
+    options = ForkOptions(
+        at_seq=await answered(recorder, first),
+        messages=["Actually, what about Rome?"],
+        run_id=f"{thread}-fork-1",
+    )
+    plan = await recorder.plan_fork(first, options)
+    async for _event in recorder.fork(first, options, thread_id=plan.thread_id):
+        pass
+    return plan
+
+
+async def _report(recorder: AsyncRecorderClient, thread: str, plan: ForkPlan) -> str:
+    threads = (await recorder.threads(limit=5)).threads
+    tree = await recorder.thread(thread)
+    now = await recorder.thread_state(thread)
+    branch = await recorder.thread_state(plan.thread_id)
+    interrupted = await recorder.run_state(f"{thread}-run-2")
+    strategy = "a new thread" if plan.strategy == "new-thread" else "the same thread"
     return "\n".join(
         [
             "recorded threads:",
             threads_table(threads),
             "",
-            thread_text(tree, now).replace("conversation now:", "conversation now (the fork):"),
+            thread_text(tree, now),
             "",
             "run-2 ended waiting for a confirmation:",
             *transcript(interrupted)[-3:],
             "",
-            "run-3 (resumed, the branch before the fork) shows:",
-            *transcript(main),
+            f"forked run-1 after seq {plan.parent_seq} (its RUN_FINISHED: the first answer "
+            "complete),",
+            f"into {strategy}, {plan.thread_id} ({plan.strategy}), asking something else:",
+            side_by_side(
+                (f"original ({thread})", transcript(now)),
+                (f"branch ({plan.thread_id})", transcript(branch)),
+            ),
         ]
     )
 
 
-def hints(settings: Settings, thread: str) -> str:
+def side_by_side(left: tuple[str, list[str]], right: tuple[str, list[str]], width: int = 44) -> str:
+    """Two transcripts in two columns, line by line (``*`` where they differ); lines past
+    ``width`` are cut."""
+
+    def fit(text: str) -> str:
+        text = text.strip()
+        return text if len(text) <= width else text[: width - 1] + "~"
+
+    (left_title, left_text), (right_title, right_text) = left, right
+    left_lines = "\n".join(left_text).splitlines()
+    right_lines = "\n".join(right_text).splitlines()
+    rows = [(left_title, right_title), ("-" * width, "-" * width)]
+    for n in range(max(len(left_lines), len(right_lines))):
+        here = left_lines[n] if n < len(left_lines) else ""
+        there = right_lines[n] if n < len(right_lines) else ""
+        mark = "|" if here.strip() == there.strip() else "*"
+        rows.append((f"{fit(here):<{width}} {mark}", fit(there)))
+    return "\n".join(f"  {a:<{width + 2}} {b}".rstrip() for a, b in rows)
+
+
+def hints(settings: Settings, thread: str, branch: str) -> str:
     """Commands to look again, as they can be pasted: this very program, this database."""
     cmd = recorder_command()
     db = shlex.quote(describe_database(settings.db))
@@ -135,6 +192,7 @@ def hints(settings: Settings, thread: str) -> str:
             "look again (the same database):",
             f"  {cmd} threads --db {db}",
             f"  {cmd} show {shlex.quote(thread)} --db {db}",
+            f"  {cmd} show {shlex.quote(branch)} --db {db}",
             f"  {cmd} history {shlex.quote(thread)} --db {db}",
             "open the web timeline: serve it, then open the address in a browser:",
             f"  {cmd} serve --demo-agent --port {port} --db {db}",

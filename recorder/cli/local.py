@@ -35,6 +35,7 @@ from recorder.proxy.proxy import Relay
 from recorder.runtime import Runtime
 from recorder.store import EventStore, open_store
 from recorder.timetravel import views
+from recorder.timetravel.fork import ForkPlan as Plan
 from recorder.timetravel.fork import fork_request, plan_fork
 from recorder.timetravel.history import History
 from recorder.timetravel.replay import ThreadStream, stream_run
@@ -167,16 +168,16 @@ class LocalBackend:
             yield event
 
     async def plan_fork(self, run_id: str, options: ForkOptions, /) -> ForkPlan:
-        plan = await plan_fork(self.store, self._history, run_id, fork_request(options))
+        plan = await self._plan(run_id, options)
         return ForkPlan.model_validate(views.plan_view(plan))
 
     async def fork(self, run_id: str, options: ForkOptions, /) -> AsyncIterator[StreamedEvent]:
-        plan = await plan_fork(self.store, self._history, run_id, fork_request(options))
+        plan = await self._plan(run_id, options)
         if plan.agent not in self.settings.agents:
             raise InputError(
                 f"run {run_id!r} was recorded through agent {plan.agent!r}, whose URL this "
-                f"command does not know: give --agent {plan.agent}=URL (or RECORDER_AGENTS, "
-                "or a config file), or fork through the server with --url"
+                f"command does not know: give --agent {plan.agent}=URL (or RECORDER_AGENTS="
+                f"{plan.agent}=URL, or a config file), or fork through the server with --url"
             )
         runtime = await Runtime.start(self.settings, self.store)
         try:
@@ -188,6 +189,12 @@ class LocalBackend:
                 yield event
         finally:
             await runtime.close()
+
+    async def _plan(self, run_id: str, options: ForkOptions) -> Plan:
+        """The fork's plan; its strategy from this command's agent settings, as a server
+        takes it from its own."""
+        request = fork_request(options)
+        return await plan_fork(self.store, self._history, run_id, request, self.settings.agents)
 
     async def export_jsonl(self, thread_ids: Iterable[str] = ()) -> AsyncIterator[bytes]:
         ids = list(thread_ids)

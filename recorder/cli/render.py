@@ -14,6 +14,7 @@ from recorder.cli.output import json_text
 from recorder.models import (
     Checkpoint,
     Event,
+    ForkOrigin,
     Run,
     RunNode,
     State,
@@ -64,13 +65,37 @@ def events_table(events: Sequence[Event]) -> str:
     return table(("SEQ", "TYPE", "ORIGIN", "RECORDED (UTC)"), rows, right=(0,))
 
 
+def runs(count: int) -> str:
+    return f"{count} run" if count == 1 else f"{count} runs"
+
+
+def point_text(seq: int | None) -> str:
+    """A point of a run, in words: its end (None), its start (-1), after an event."""
+    if seq is None:
+        return "at its end"
+    return "at its start" if seq == -1 else f"after seq {seq}"
+
+
+def origin_text(origin: ForkOrigin) -> str:
+    where = (
+        f"thread {origin.thread_id}, run {origin.run_id}"
+        if origin.thread_id is not None
+        else f"run {origin.run_id} (not recorded here)"
+    )
+    return f"{where} {point_text(origin.seq)}"
+
+
 def thread_text(thread: ThreadDetail, state: State) -> str:
-    lines = [
-        f"thread {thread.thread_id}  ({thread.run_count} runs, agent {cell(thread.agent)})",
-        "",
-    ]
+    lines = [f"thread {thread.thread_id}  ({runs(thread.run_count)}, agent {cell(thread.agent)})"]
+    if thread.forked_from is not None:
+        lines.append(f"forked from {origin_text(thread.forked_from)}")
+    lines.append("")
+    forks: dict[str, list[Thread]] = {}
+    for fork in thread.forks:
+        if fork.forked_from is not None:
+            forks.setdefault(fork.forked_from.run_id, []).append(fork)
     for root in thread.runs:
-        _tree(root, "", lines)
+        _tree(root, "", lines, forks)
     lines += ["", "conversation now:", *transcript(state)]
     return "\n".join(lines)
 
@@ -78,7 +103,7 @@ def thread_text(thread: ThreadDetail, state: State) -> str:
 def run_text(run: Run, state: State) -> str:
     parent = cell(run.parent_run_id) + (" (inferred)" if run.parent_inferred else "")
     if run.parent_seq is not None:
-        parent += f" at seq {run.parent_seq}"
+        parent += " at its start" if run.parent_seq == -1 else f" at seq {run.parent_seq}"
     lines = [
         f"run {run.run_id}  thread {run.thread_id}  agent {cell(run.agent)}",
         f"status {run.status}  outcome {cell(run.outcome)}  events {run.event_count}"
@@ -93,15 +118,23 @@ def run_text(run: Run, state: State) -> str:
     return "\n".join(lines)
 
 
-def _tree(node: RunNode, indent: str, lines: list[str]) -> None:
+def _tree(node: RunNode, indent: str, lines: list[str], forks: dict[str, list[Thread]]) -> None:
     fork = ""
-    if node.parent_seq is not None:
+    if node.parent_seq == -1:
+        fork = "  forked at its start"
+    elif node.parent_seq is not None:
         fork = f"  forked at seq {node.parent_seq}"
     elif node.parent_inferred:
         fork = "  (parent inferred)"
     lines.append(f"{indent}- {node.run_id}  {node.status}  {node.event_count} events{fork}")
+    for other in forks.get(node.run_id, []):
+        seq = other.forked_from.seq if other.forked_from is not None else None
+        lines.append(
+            f"{indent}  > forked into thread {other.thread_id} {point_text(seq)}"
+            f"  ({runs(other.run_count)})"
+        )
     for child in node.children:
-        _tree(child, indent + "  ", lines)
+        _tree(child, indent + "  ", lines, forks)
 
 
 def state_text(at: State) -> str:

@@ -11,7 +11,7 @@ the recorder keeps whatever an agent sent, so these models never narrow them.
 """
 
 from recorder.models.base import Model
-from recorder.models.fork import ForkBody, ForkOptions, ForkPlan
+from recorder.models.fork import ForkBody, ForkOptions, ForkPlan, ForkStrategy, MessageEdit
 from recorder.models.runs import (
     RUN_STATUSES,
     Event,
@@ -27,7 +27,7 @@ from recorder.models.runs import (
 from recorder.models.service import Agent, AgentList, ErrorDetail, Health
 from recorder.models.state import Checkpoint, Problem, State, ThreadHistory
 from recorder.models.stream import StreamedEvent
-from recorder.models.threads import Thread, ThreadDetail, ThreadPage
+from recorder.models.threads import ForkOrigin, Thread, ThreadDetail, ThreadPage
 from recorder.models.transfer import ImportReport
 
 __all__ = [
@@ -40,10 +40,13 @@ __all__ = [
     "EventPage",
     "ForkBody",
     "ForkOptions",
+    "ForkOrigin",
     "ForkPlan",
+    "ForkStrategy",
     "Health",
     "ImportReport",
     "LifecycleViolation",
+    "MessageEdit",
     "Model",
     "Problem",
     "RecordedViolation",

@@ -6,11 +6,22 @@ unchanged, and ``recorder.timetravel.fork`` acts on it.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import ConfigDict, Field
 
 from recorder.models.base import JSONObject, Model
+
+ForkStrategy = Literal["new-thread", "same-thread"]
+
+
+class MessageEdit(Model):
+    """A user message of the history, changed."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    message_id: str = Field(description="the id of a user message in the history at the point")
+    content: str | list[JSONObject] = Field(description="its new content (text or parts)")
 
 
 class ForkOptions(Model):
@@ -26,8 +37,29 @@ class ForkOptions(Model):
         default_factory=list, description="messages to append (a string is a user message)"
     )
     state: Any = Field(default=None, description="replace the state at the point")
+    state_patch: list[JSONObject] | None = Field(
+        default=None, description="a JSON Patch (RFC 6902) applied to the state at the point"
+    )
+    edit: MessageEdit | None = Field(
+        default=None,
+        description="start from the history with this user message changed (and what "
+        "followed it dropped): its turn runs again with the new text",
+    )
+    regenerate: str | None = Field(
+        default=None,
+        description="the id of an assistant message: run the turn that produced it again, "
+        "from right before that turn's run, with the same input",
+    )
     run_id: str | None = Field(default=None, description="the new run's id (default: a new one)")
-    thread_id: str | None = Field(default=None, description="fork into this thread")
+    thread_id: str | None = Field(
+        default=None,
+        description="the branch's thread: a new id forks into a new thread, the parent's "
+        "thread forks on it (default: by the strategy)",
+    )
+    strategy: ForkStrategy | None = Field(
+        default=None,
+        description="new-thread or same-thread (default: the agent's configured strategy)",
+    )
     resume: list[JSONObject] | None = Field(
         default=None, description="answers to pending interrupts"
     )
@@ -43,5 +75,12 @@ class ForkPlan(Model):
 
     agent: str
     input: JSONObject = Field(description="the RunAgentInput")
-    parent_run_id: str
-    parent_seq: int | None
+    parent_run_id: str = Field(description="the run the branch starts from")
+    parent_seq: int | None = Field(
+        description="after this event of it (-1: its start, null: its end)"
+    )
+    strategy: ForkStrategy = Field(
+        description="new-thread: the branch is a new thread; same-thread: it is posted on "
+        "the parent's thread with parentRunId"
+    )
+    thread_id: str = Field(description="the branch's thread")

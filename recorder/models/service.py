@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Literal
-
 from pydantic import Field
 
 from recorder.models.base import Model
+from recorder.models.fork import ForkStrategy
 
 
 class Health(Model):
@@ -17,7 +16,7 @@ class Health(Model):
 
 class Agent(Model):
     name: str
-    fork: Literal["new-thread", "same-thread"] = Field(description="how a fork reaches it")
+    fork: ForkStrategy = Field(description="how a fork reaches it (its strategy)")
 
 
 class AgentList(Model):

@@ -23,6 +23,7 @@ from recorder.store.model import (
     Run,
     Thread,
     ThreadFilter,
+    ThreadSource,
 )
 from recorder.store.postgres import PostgresDatabase
 from recorder.store.sql import Database, SqlStore
@@ -65,7 +66,9 @@ class EventStore(Protocol):
         byte for byte. With ``infer_parent`` and no ``parent_run_id``, the parent is the
         thread's latest run before this one (``parent_inferred``), read in the same
         transaction: runs created at once on one thread form a chain, each with its own
-        parent.
+        parent. A thread created by this call from a given (not inferred) parent keeps that
+        parent and ``parent_seq`` as its ``source``: where it branched off (a fork into a
+        new thread).
 
         Raises ``Conflict`` if the run id is taken (whatever the thread; also when many
         create it at once: one wins), ``InputError`` if an id contains a NUL character.
@@ -178,7 +181,15 @@ class EventStore(Protocol):
         ...
 
     async def get_thread(self, thread_id: str) -> Thread:
-        """The thread, with the status of its latest run. Raises ``ThreadNotFound``."""
+        """The thread, with the status of its latest run and its ``source`` (the point it
+        branched off at, if it did; ``source.thread_id`` is None while that run is not
+        recorded here). Raises ``ThreadNotFound``."""
+        ...
+
+    async def list_forks(self, thread_id: str) -> list[Thread]:
+        """The threads that branched off a run of this thread (whose ``source`` is one of
+        its runs), oldest first (by ``created_at``, then thread id). An unknown thread has
+        none (no error)."""
         ...
 
     async def list_threads(
@@ -270,5 +281,6 @@ __all__ = [
     "Run",
     "Thread",
     "ThreadFilter",
+    "ThreadSource",
     "open_store",
 ]

@@ -78,6 +78,16 @@ class Run:
 
 
 @dataclass(frozen=True, slots=True)
+class ThreadSource:
+    """The point another thread branched off at: after event ``seq`` (None: the end) of
+    run ``run_id``, a run of ``thread_id`` (None: a run not recorded here)."""
+
+    thread_id: str | None
+    run_id: str
+    seq: int | None
+
+
+@dataclass(frozen=True, slots=True)
 class Thread:
     thread_id: str
     agent: str | None
@@ -87,6 +97,7 @@ class Thread:
     latest_run_id: str | None
     summary: str | None
     latest_status: str | None = None
+    source: ThreadSource | None = None
 
 
 @dataclass(frozen=True, slots=True)

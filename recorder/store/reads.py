@@ -9,7 +9,7 @@ from typing import Any
 import orjson
 
 from recorder.errors import InputError, RunNotFound, ThreadNotFound
-from recorder.store.model import Page, Run, Thread, ThreadFilter
+from recorder.store.model import Page, Run, Thread, ThreadFilter, ThreadSource
 from recorder.store.statements import EVENT_COLUMNS, Body, Fetch, FetchEvents
 from recorder.wire.events import RecordedEvent
 
@@ -28,11 +28,19 @@ _OF_THREAD = " WHERE r.thread_id = ? ORDER BY r.created_at, r.run_id"
 RUNS_OF_THREAD = Fetch(RUNS_WITHOUT_INPUT + _OF_THREAD)
 RUNS_OF_THREAD_WITH_INPUTS = Fetch(RUNS + _OF_THREAD)
 _LATEST_STATUS = "(SELECT status FROM runs WHERE runs.run_id = threads.latest_run_id)"
+# A thread's source thread is its source run's thread, read here rather than stored: an
+# import may bring a fork before the run it came from.
+_SOURCE_THREAD = "(SELECT thread_id FROM runs WHERE runs.run_id = threads.source_run_id)"
 THREADS = (
-    "SELECT thread_id, agent, created_at, updated_at, run_count, latest_run_id, summary, "
-    f"{_LATEST_STATUS} FROM threads"
+    "SELECT threads.thread_id, agent, created_at, updated_at, run_count, latest_run_id, "
+    f"summary, {_LATEST_STATUS}, source_run_id, source_seq, {_SOURCE_THREAD} AS source_thread "
+    "FROM threads"
 )
 THREAD = Fetch(f"{THREADS} WHERE thread_id = ?")
+FORKS = Fetch(
+    f"{THREADS} WHERE source_run_id IN (SELECT run_id FROM runs WHERE runs.thread_id = ?) "
+    "AND threads.thread_id <> ? ORDER BY created_at, threads.thread_id"
+)
 MAX_POSITION = Fetch("SELECT max(position) FROM events")
 NEAREST_CHECKPOINT = Fetch(
     "SELECT seq, data FROM checkpoints WHERE run_id = ? AND seq <= ? ORDER BY seq DESC LIMIT 1"
@@ -93,6 +101,11 @@ def get_thread(thread_id: str) -> Body[Thread]:
     if not rows:
         raise ThreadNotFound(thread_id)
     return _thread(rows[0])
+
+
+def list_forks(thread_id: str) -> Body[list[Thread]]:
+    rows = yield FORKS, (thread_id, thread_id)
+    return [_thread(row) for row in rows]
 
 
 def list_threads(filters: ThreadFilter, limit: int, cursor: str | None) -> Body[Page]:
@@ -193,6 +206,7 @@ def _thread(row: Sequence[Any]) -> Thread:
         latest_run_id=row[5],
         summary=row[6],
         latest_status=row[7],
+        source=None if row[8] is None else ThreadSource(row[10], row[8], row[9]),
     )
 
 

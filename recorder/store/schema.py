@@ -46,7 +46,13 @@ threads = Table(
     Column("latest_run_id", String, nullable=True),
     # Searchable text of the thread's latest known messages (maintained by the recorder).
     Column("summary", Text, nullable=True),
+    # Where the thread branched off another: its first run's parent, when that parent was
+    # given and belongs to another thread (a fork into a new thread). The source thread is
+    # that run's thread, read through ``runs``.
+    Column("source_run_id", String, nullable=True),
+    Column("source_seq", Integer, nullable=True),
     Index("ix_threads_updated", "updated_at", "thread_id"),
+    Index("ix_threads_source_run", "source_run_id"),
 )
 
 runs = Table(

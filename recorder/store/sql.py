@@ -170,6 +170,9 @@ class SqlStore:
     async def get_thread(self, thread_id: str) -> Thread:
         return await self._read(lambda: reads.get_thread(thread_id))
 
+    async def list_forks(self, thread_id: str) -> list[Thread]:
+        return await self._read(lambda: reads.list_forks(thread_id))
+
     async def list_threads(
         self, filters: ThreadFilter | None = None, *, limit: int = 50, cursor: str | None = None
     ) -> Page:

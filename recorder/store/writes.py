@@ -57,6 +57,7 @@ INSERT_RUN = Execute(
     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 INSERT_INPUT = Execute("INSERT INTO run_inputs (run_id, input) VALUES (?, ?)")
+SET_SOURCE = Execute("UPDATE threads SET source_run_id = ?, source_seq = ? WHERE thread_id = ?")
 CLAIM = Fetch(
     "UPDATE runs SET event_count = event_count + ?, heartbeat_at = ? WHERE run_id = ? "
     "RETURNING thread_id, event_count, status"
@@ -80,10 +81,11 @@ FRESH_FOR = 1.0
 def create_run(run: NewRun) -> Body[Run]:
     """Claim the thread (insert-if-absent, then lock its row: concurrent first runs of a
     thread do not collide, and concurrent runs on it line up, each seeing the one before),
-    then insert the run and its input."""
+    then insert the run and its input; a thread created here from a given parent keeps it
+    as its source."""
     _refuse_nul(run.run_id, run.thread_id, run.parent_run_id)
     now = run.created_at if run.created_at is not None else time.time()
-    yield INSERT_THREAD, (run.thread_id, run.agent, now, now)
+    created = yield INSERT_THREAD, (run.thread_id, run.agent, now, now)
     ((latest,),) = yield LATEST_RUN, (run.thread_id,)
     yield CLAIM_THREAD, (now, run.run_id, run.thread_id)
     parent, inferred = run.parent_run_id, run.parent_inferred
@@ -105,6 +107,10 @@ def create_run(run: NewRun) -> Body[Run]:
     yield INSERT_RUN, columns
     if run.input is not None:
         yield INSERT_INPUT, (run.run_id, run.input)
+    if created and parent is not None and not inferred and parent != run.run_id:
+        # A new thread started from a given parent (a fork into a new thread): the thread
+        # keeps the point it branched off at.
+        yield SET_SOURCE, (parent, run.parent_seq, run.thread_id)
     return Run(
         run_id=run.run_id,
         thread_id=run.thread_id,

@@ -54,6 +54,7 @@ def run_view(run: Run, *, with_input: bool = True) -> dict[str, Any]:
 
 
 def thread_view(thread: Thread) -> dict[str, Any]:
+    source = thread.source
     return {
         "threadId": thread.thread_id,
         "agent": thread.agent,
@@ -63,6 +64,9 @@ def thread_view(thread: Thread) -> dict[str, Any]:
         "latestRunId": thread.latest_run_id,
         "latestStatus": thread.latest_status,
         "summary": (thread.summary or "")[-280:] or None,
+        "forkedFrom": None
+        if source is None
+        else {"threadId": source.thread_id, "runId": source.run_id, "seq": source.seq},
     }
 
 
@@ -96,6 +100,8 @@ def plan_view(plan: Plan) -> dict[str, Any]:
         input=plan.input,
         parent_run_id=plan.parent_run_id,
         parent_seq=plan.parent_seq,
+        strategy=plan.strategy,
+        thread_id=plan.thread_id,
     ).to_json()
 
 
@@ -149,7 +155,12 @@ async def list_threads(
 async def thread_detail(store: EventStore, thread_id: str) -> dict[str, Any]:
     thread = await store.get_thread(thread_id)
     runs = await store.list_runs(thread_id)
-    return {**thread_view(thread), "runs": run_tree(runs)}
+    forks = await store.list_forks(thread_id)
+    return {
+        **thread_view(thread),
+        "runs": run_tree(runs),
+        "forks": [thread_view(fork) for fork in forks],
+    }
 
 
 async def run_detail(store: EventStore, run_id: str) -> dict[str, Any]:

@@ -115,7 +115,18 @@ function askToken(rejected) {
   input.focus();
 }
 
+const notices = new Map(); // thread id -> a sentence for the next view of that thread
+
 export const app = {
+  // Say something on the next view of a thread (a fork that went there, say).
+  notify(threadId, text) {
+    notices.set(threadId, text);
+  },
+  takeNotice(threadId) {
+    const text = notices.get(threadId) ?? null;
+    notices.delete(threadId);
+    return text;
+  },
   go(hash, { replace: replacing = false } = {}) {
     if (location.hash === hash) return;
     if (replacing) {

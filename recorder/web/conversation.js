@@ -72,7 +72,12 @@ function message(m, results, before, actions) {
         h("div", { class: "msg-text" }, textOf(m.content)), attachments(m.content));
     case "assistant":
       return h("article", { ...base, class: `msg msg-assistant${cls}` },
-        roleLabel("assistant", m.name), changeTag(cls),
+        h("div", { class: "msg-role" }, "assistant",
+          m.name ? h("span", { class: "muted" }, m.name) : null,
+          actions.regenerate ? h("button", { type: "button", class: "link regenerate-msg",
+            title: "Run the turn that produced this message again, from right before it",
+            onclick: () => actions.regenerate(m) }, "Regenerate") : null),
+        changeTag(cls),
         m.content !== undefined && m.content !== null && m.content !== ""
           ? h("div", { class: "msg-text" }, textOf(m.content)) : null,
         (m.toolCalls || []).map((call) => toolCall(call, results, before)));

@@ -4,17 +4,13 @@
 import { ApiError, followRun, getJSON, paths } from "./api.js";
 import { conversation } from "./conversation.js";
 import { Composer } from "./fork.js";
+import { forkedFrom, pointText, threadForks, threadHash } from "./lineage.js";
 import { ago, debounce, elapsed, h, replace, shortId, statusBadge, when } from "./dom.js";
 import { diff, jsonTree, short } from "./json.js";
 import { Timeline } from "./timeline.js";
 
 const PAGE = 500; // events per page request
 const TERMINAL_EVENTS = new Set(["RUN_FINISHED", "RUN_ERROR"]);
-const enc = encodeURIComponent;
-
-export const threadHash = (threadId, runId, seq) =>
-  `#/threads/${enc(threadId)}${runId ? `/runs/${enc(runId)}` : ""}` +
-  (runId && seq !== null && seq !== undefined ? `/events/${seq}` : "");
 
 function flatten(nodes, out = new Map()) {
   for (const node of nodes) {
@@ -148,11 +144,15 @@ export class ThreadView {
 
   drawHead() {
     const t = this.thread;
+    this.notice ??= this.app.takeNotice(this.threadId);
+    const notice = this.notice;
     replace(this.head,
       h("h1", { class: "thread-id", title: t.threadId }, t.threadId),
       h("div", { class: "muted small" }, t.agent ? `agent ${t.agent} · ` : "",
         `${t.runCount} run${t.runCount === 1 ? "" : "s"} · updated `,
-        h("time", { datetime: t.updatedAt, title: when(t.updatedAt) }, ago(t.updatedAt))));
+        h("time", { datetime: t.updatedAt, title: when(t.updatedAt) }, ago(t.updatedAt))),
+      t.forkedFrom ? forkedFrom(t.forkedFrom) : null,
+      notice ? h("p", { class: "notice small", role: "status", id: "fork-notice" }, notice) : null);
   }
 
   drawTree() {
@@ -163,8 +163,8 @@ export class ThreadView {
         : "root";
       let fork = null;
       if (node.parentRunId && node.parentSeq !== null) {
-        fork = h("span", { class: "fork-point", title: `forked after event #${node.parentSeq}` },
-          h("span", { class: "fork-icon", "aria-hidden": "true" }), `at #${node.parentSeq}`);
+        fork = h("span", { class: "fork-point", title: `forked ${pointText(node.parentSeq)}` },
+          h("span", { class: "fork-icon", "aria-hidden": "true" }), pointText(node.parentSeq));
       } else if (node.parentRunId) {
         fork = h("span", { class: "fork-point", title: "continues after the parent's end" },
           "after end");
@@ -183,6 +183,7 @@ export class ThreadView {
             h("span", { class: "run-count" }, `${node.eventCount} ev`), fork ? " · " : "", fork,
             lineage === "inferred" ? h("span", { class: "tag-inferred" }, "inferred") : null),
         ),
+        threadForks(this.threadForks(node.runId)),
         node.children.length ? h("ul", { role: "group" }, node.children.map(item)) : null);
     };
     if (!this.thread.runs.length) {
@@ -196,11 +197,22 @@ export class ThreadView {
     return threadHash(this.threadId, runId, seq);
   }
 
+  // The threads that branched off a run of this thread.
+  threadForks(runId) {
+    return (this.thread?.forks || []).filter((f) => f.forkedFrom?.runId === runId);
+  }
+
+  // Where the timeline marks forks: seq -> the runs (and threads) that branched there.
   forksOf(runId) {
     const forks = new Map();
+    const add = (seq, name) => forks.set(seq, [...(forks.get(seq) || []), name]);
     for (const child of this.nodes.get(runId)?.children || []) {
       if (child.parentSeq === null || child.parentSeq === undefined) continue;
-      forks.set(child.parentSeq, [...(forks.get(child.parentSeq) || []), child.runId]);
+      add(child.parentSeq, child.runId);
+    }
+    for (const fork of this.threadForks(runId)) {
+      const seq = fork.forkedFrom.seq;
+      if (seq !== null && seq !== undefined) add(seq, `thread ${fork.threadId}`);
     }
     return forks;
   }
@@ -279,11 +291,17 @@ export class ThreadView {
   drawMeta() {
     const r = this.run;
     const row = (label, ...value) => [h("dt", {}, label), h("dd", {}, ...value)];
+    // A parent outside this thread is the point the thread branched off at.
+    const origin = this.thread?.forkedFrom;
+    const elsewhere = r.parentRunId && !this.nodes.has(r.parentRunId);
+    const parentThread = elsewhere && origin?.runId === r.parentRunId ? origin.threadId
+      : this.threadId;
     const parent = r.parentRunId
-      ? [h("a", { href: threadHash(this.threadId, r.parentRunId,
+      ? [h("a", { href: threadHash(parentThread, r.parentRunId,
           r.parentSeq === null ? null : r.parentSeq), class: "mono", title: r.parentRunId },
           shortId(r.parentRunId)),
-        r.parentSeq === null ? " (after its end)" : ` at #${r.parentSeq}`,
+        ` ${pointText(r.parentSeq)}`,
+        elsewhere && parentThread ? ` (thread ${parentThread})` : "",
         r.parentInferred ? h("span", { class: "tag-inferred" }, "inferred") : null]
       : ["none (starts the thread)"];
     const violations = r.violations || [];
@@ -543,7 +561,11 @@ export class ThreadView {
     const scroller = this.messages;
     const atBottom = scroller.scrollHeight - scroller.scrollTop - scroller.clientHeight < 40;
     replace(this.messages, conversation(now.messages, before ? before.messages : null,
-      now.pendingInterrupts, { edit: (m) => this.composer.startEdit(m), opened: this.opened }));
+      now.pendingInterrupts, {
+        edit: (m) => this.composer.startEdit(m),
+        regenerate: (m) => this.composer.regenerate(m),
+        opened: this.opened,
+      }));
     const highlighted = this.messages.querySelector(".is-new, .is-changed");
     if (this.follow || atBottom) scroller.scrollTop = scroller.scrollHeight;
     else if (highlighted) highlighted.scrollIntoView({ block: "nearest" });

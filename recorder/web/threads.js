@@ -147,6 +147,8 @@ export class ThreadsView {
           } },
           h("td", { class: "cell-main" },
             h("a", { href, class: "thread-link" }, t.threadId),
+            t.forkedFrom?.threadId ? h("span", { class: "forked-tag muted small" },
+              " · forked from ", t.forkedFrom.threadId) : null,
             h("div", { class: "summary", title: t.summary || "" },
               latestLine(t.summary) || h("span", { class: "muted" }, "(no messages)"))),
           h("td", { class: "cell-agent" }, t.agent || "—"),

@@ -19,7 +19,7 @@ import httpx
 import pytest
 
 from tests.conftest import ROOT, require
-from tests.servers import demo_upstream, recorder_at
+from tests.servers import demo_upstream, recorder_at, run_recorded
 
 try:
     from playwright.async_api import Browser, Page, async_playwright, expect
@@ -73,8 +73,12 @@ async def page(browser: Browser) -> AsyncIterator[Page]:
 
 @pytest.fixture
 async def recorder(sqlite_url: str) -> AsyncIterator[tuple[str, httpx.AsyncClient]]:
-    async with demo_upstream() as upstream, recorder_at(sqlite_url, {"demo": upstream}) as rec:
-        async with httpx.AsyncClient(base_url=rec, timeout=60, trust_env=False) as client:
+    async with demo_upstream() as upstream:
+        agents = {"demo": upstream, "same": {"url": upstream, "fork": "same-thread"}}
+        async with (
+            recorder_at(sqlite_url, agents) as rec,
+            httpx.AsyncClient(base_url=rec, timeout=60, trust_env=False) as client,
+        ):
             yield rec, client
 
 
@@ -350,54 +354,133 @@ async def test_scrubbing_shows_the_projection_at_each_point(
     await screenshot(page, "thread-interrupt.png")
 
 
-async def test_fork_from_a_point_and_by_editing_a_message(
+async def test_fork_into_a_new_thread_with_lineage_both_ways(
     page: Page, recorder: tuple[str, httpx.AsyncClient]
 ) -> None:
     rec, client = recorder
-    r1, r2, _r3 = await conversation(client, "t2")
+    r1, _r2, _r3 = await conversation(client, "t2")
 
     await page.goto(f"{rec}/#/threads/t2/runs/{r1}/events/16")
     await wait_for_point(page, r1, 16)
+    # The agent's strategy is said beside the buttons: the demo agent has the default.
+    await expect(page.locator("#agent-strategy")).to_have_text("new-thread")
+    await expect(page.locator("#fork-strategy")).to_contain_text('"Fork here" forks into a new')
     await page.fill("#fork-text", "Actually, what about Rome?")
     await page.click("text=Preview input")  # the dry run: the input the fork would post
     preview = page.locator("dialog.preview")
-    await expect(preview).to_contain_text('"parentRunId": "t2-r1"')
+    await expect(preview.locator("#preview-where")).to_contain_text("new-thread: thread thread-")
     await expect(preview).to_contain_text("Actually, what about Rome?")
+    await expect(preview).not_to_contain_text('"parentRunId"')
     await page.keyboard.press("Escape")
     await expect(preview).to_be_hidden()
     await page.click("#fork-button")
 
-    nodes = page.locator(".run-node")
-    await expect(nodes).to_have_count(4)
+    # The page moves to the new thread, which says where it came from and how it got there.
+    await expect(page.locator("#forked-from")).to_contain_text(f"forked from t2 · {r1} at #16")
+    await expect(page.locator("#fork-notice")).to_contain_text("Forked into a new thread")
     selected = page.locator(".run-node[aria-current='page']")
     fork_id = await selected.get_attribute("data-run-id")
-    assert fork_id not in (None, r1)
-    await expect(page).to_have_url(f"{rec}/#/threads/t2/runs/{fork_id}")
-    await expect(page.locator("#run-status")).to_have_text("finished")
     forked = (await client.get(f"/runs/{fork_id}")).json()
-    assert (forked["parentRunId"], forked["parentSeq"], forked["status"]) == (r1, 16, "finished")
-    await expect(selected).to_contain_text("at #16")
+    assert (forked["parentRunId"], forked["parentSeq"]) == (r1, 16)
+    assert forked["threadId"] not in ("t2", None)
+    await expect(page).to_have_url(f"{rec}/#/threads/{forked['threadId']}/runs/{fork_id}")
+    await expect(page.locator("#run-status")).to_have_text("finished")
     await assert_point(page, client, fork_id or "", forked["eventCount"] - 1)
     user = page.locator("#conversation [data-role='user']").last
     await expect(user).to_contain_text("Actually, what about Rome?")
     await screenshot(page, "fork.png")
 
-    # edit run 2's question: the branch starts where the message did not exist yet (r1's end)
-    await page.goto(f"{rec}/#/threads/t2/runs/{r2}")
+    # Back to the origin through the link; there the run lists the thread forked from it.
+    await page.click("#forked-from a")
+    await expect(page).to_have_url(f"{rec}/#/threads/t2/runs/{r1}/events/16")
+    await wait_for_point(page, r1, 16)
+    link = page.locator(f".thread-fork[data-thread-id='{forked['threadId']}']")
+    await expect(link).to_contain_text("at #16")
+    await expect(page.locator(".run-node")).to_have_count(3)  # the original thread is unchanged
+    await expect(page.locator("#ev-16 .tl-fork")).to_have_count(1)
+    await screenshot(page, "fork-origin.png")
+    await link.click()
+    await expect(page.locator("#forked-from")).to_contain_text("forked from t2")
+    # The threads list says so too.
+    await page.goto(rec + "/#/threads")
+    row = page.locator(f"#threads .thread-row[data-thread-id='{forked['threadId']}']")
+    await expect(row.locator(".forked-tag")).to_have_text(" · forked from t2")
+
+
+async def test_fork_here_follows_the_agents_strategy(
+    page: Page, recorder: tuple[str, httpx.AsyncClient]
+) -> None:
+    rec, client = recorder
+    body = {"threadId": "s1", "runId": "s1-r1", "messages": [{"id": "u", "role": "user",
+            "content": "What's the weather?"}]}  # fmt: skip
+    async with client.stream("POST", "/agents/same", json=body) as response:
+        assert response.status_code == 200
+        await response.aread()
+
+    await page.goto(f"{rec}/#/threads/s1/runs/s1-r1")
+    await wait_for_point(page, "s1-r1", 35)
+    await expect(page.locator("#agent-strategy")).to_have_text("same-thread")
+    await page.fill("#fork-text", "And in Rome?")
+    await page.click("#fork-button")
+    nodes = page.locator(".run-node")
+    await expect(nodes).to_have_count(2)
+    await expect(page.locator("#fork-notice")).to_contain_text(
+        "Forked on this thread (same-thread)"
+    )
+    await expect(page.locator("#run-status")).to_have_text("finished")
+    here = await page.locator(".run-node[aria-current='page']").get_attribute("data-run-id")
+    assert (await client.get(f"/runs/{here}")).json()["input"]["parentRunId"] == "s1-r1"
+
+    # "Fork into a new thread" starts one, whatever the agent's strategy.
+    await page.goto(f"{rec}/#/threads/s1/runs/s1-r1")
+    await wait_for_point(page, "s1-r1", 35)
+    await page.click("#fork-new-thread")
+    await expect(page.locator("#forked-from")).to_contain_text("forked from s1 · s1-r1 at #35")
+    await expect(page.locator("#fork-notice")).to_contain_text("(new-thread)")
+    await expect(page.locator("#run-status")).to_have_text("finished")
+
+
+async def test_edit_a_message_and_regenerate_an_answer(
+    page: Page, recorder: tuple[str, httpx.AsyncClient]
+) -> None:
+    rec, client = recorder
+    r1, r2, _r3 = await conversation(client, "t3")
+
+    # Edit run 2's question: its turn runs again with the new text, in a new thread.
+    await page.goto(f"{rec}/#/threads/t3/runs/{r2}")
     await wait_for_point(page, r2, 16)
     await page.locator(f"#conversation [data-msg-id='{r2}-u'] .edit-msg").click()
-    await expect(page.locator(".composer-where")).to_contain_text("Editing a message")
+    await expect(page.locator(".composer-where")).to_contain_text("Editing message")
     await expect(page.locator("#fork-text")).to_have_value("delete report.txt please")
     await page.fill("#fork-text", "What about tomorrow?")
+    await page.click("text=Preview input")
+    preview = page.locator("dialog.preview")
+    await expect(preview.locator("#preview-where")).to_contain_text("at its start")
+    await page.keyboard.press("Escape")
     await page.click("#fork-button")
-    await expect(nodes).to_have_count(5)
-    edited_id = await page.locator(".run-node[aria-current='page']").get_attribute("data-run-id")
+    await expect(page.locator("#forked-from")).to_contain_text(
+        f"forked from t3 · {r2} at its start"
+    )
     await expect(page.locator("#run-status")).to_have_text("finished")
+    edited_id = await page.locator(".run-node[aria-current='page']").get_attribute("data-run-id")
     edited = (await client.get(f"/runs/{edited_id}")).json()
-    parent_end = (await client.get(f"/runs/{r1}")).json()["eventCount"] - 1
-    assert (edited["parentRunId"], edited["parentSeq"]) == (r1, parent_end)
+    assert (edited["parentRunId"], edited["parentSeq"]) == (r2, -1)
     texts = [m.get("content") for m in edited["input"]["messages"] if m["role"] == "user"]
     assert texts == ["What's the weather?", "What about tomorrow?"]
+
+    # Regenerate run 1's answer: the same input again.
+    await page.goto(f"{rec}/#/threads/t3/runs/{r1}")
+    await wait_for_point(page, r1, 35)
+    await page.locator(f"#conversation [data-msg-id='{r1}-a2'] .regenerate-msg").click()
+    await expect(page.locator("#forked-from")).to_contain_text(
+        f"forked from t3 · {r1} at its start"
+    )
+    await expect(page.locator("#run-status")).to_have_text("finished")
+    again_id = await page.locator(".run-node[aria-current='page']").get_attribute("data-run-id")
+    again = (await client.get(f"/runs/{again_id}")).json()
+    first = (await client.get(f"/runs/{r1}")).json()
+    assert again["input"]["messages"] == first["input"]["messages"]
+    assert (again["parentRunId"], again["parentSeq"]) == (r1, -1)
 
 
 async def test_a_live_run_grows_on_screen(
@@ -411,10 +494,7 @@ async def test_a_live_run_grows_on_screen(
         turn(client, "t3", live, "Tell me a long story", forwardedProps=slow)
     )
     try:
-        for _ in range(200):
-            if (await client.get(f"/runs/{live}")).status_code == 200:
-                break
-            await asyncio.sleep(0.02)
+        await run_recorded(client, "", live)
         await page.goto(f"{rec}/#/threads/t3/runs/{live}")
         await page.evaluate("window.sameDocument = true")
         await expect(page.locator("#run-status")).to_have_text("running")
@@ -511,10 +591,7 @@ async def test_with_an_api_token_the_page_asks_for_it(page: Page, sqlite_url: st
             # a live run, followed by fetch streaming (EventSource cannot send the token)
             slow = {"demo": {"delay": 0.03, "extra": 20}}
             task = asyncio.create_task(turn(client, "t5", "t5-r2", "again", forwardedProps=slow))
-            for _ in range(200):
-                if (await client.get("/runs/t5-r2")).status_code == 200:
-                    break
-                await asyncio.sleep(0.02)
+            await run_recorded(client, "", "t5-r2")
             await page.goto(f"{rec}/#/threads/t5/runs/t5-r2")
             await expect(page.locator("#run-status")).to_have_text("running")
             await task

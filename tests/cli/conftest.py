@@ -88,12 +88,14 @@ class Recorded:
     url: str  # the running server
     db: str  # its database
     http: httpx.AsyncClient
+    upstream: str  # the demo agent's URL
 
 
 @pytest.fixture
 async def recorded(db_url: str) -> AsyncIterator[Recorded]:
     """A server with the demo agent and an API token; threads t1 and t2 (three runs each),
-    a fork of t1, and a thread with a long run."""
+    a fork of t1 on its thread, a fork of t2 into a new thread (t2-branch), and a thread
+    with a long run."""
     async with (
         demo_upstream() as upstream,
         recorder_at(db_url, {"demo": upstream}, api_token=TOKEN) as rec,
@@ -103,9 +105,10 @@ async def recorded(db_url: str) -> AsyncIterator[Recorded]:
     ):
         await conversation(http, rec, "t1")
         await conversation(http, rec, "t2")
-        await post_run(
-            http, f"{rec}/runs/t1-r1/fork", {"atSeq": 12, "messages": ["Rome?"], "runId": "t1-f"}
-        )
+        same = {"atSeq": 12, "messages": ["Rome?"], "runId": "t1-f", "strategy": "same-thread"}
+        await post_run(http, f"{rec}/runs/t1-r1/fork", same)
+        branch = {"messages": ["And Oslo?"], "runId": "t2-f", "threadId": "t2-branch"}
+        await post_run(http, f"{rec}/runs/t2-r1/fork", branch)
         long = {
             "threadId": "a-thread-with-a-rather-long-identifier-that-goes-on-and-on",
             "runId": "long",
@@ -113,4 +116,4 @@ async def recorded(db_url: str) -> AsyncIterator[Recorded]:
             "forwardedProps": {"demo": {"extra": 3000}},
         }
         await post_run(http, f"{rec}/agents/demo", long)
-        yield Recorded(rec, db_url, http)
+        yield Recorded(rec, db_url, http, upstream)

@@ -20,6 +20,9 @@ QUESTIONS = [
     ("show", "t1", "--json"),
     ("show", "t1-r2"),
     ("show", "t1-f", "--json"),
+    ("show", "t2"),
+    ("show", "t2-branch"),
+    ("show", "t2-branch", "--json"),
     ("events", "t1-r1", "--after", "3", "--limit", "2", "--json"),
     ("events", "t1-r1", "--limit", "10"),
     ("events", "t1-r1", "--limit", "7", "--all", "--json"),
@@ -38,6 +41,11 @@ QUESTIONS = [
     ("export", "t1"),
     ("fork", "t1-r1", "--at", "5", "--run-id", "x1", "--dry-run"),
     ("fork", "t1-r1", "--at", "5", "--run-id", "x1", "--dry-run", "--json"),
+    ("fork", "t1-r1", "--thread", "--run-id", "x1", "--dry-run"),
+    ("fork", "t1-r1", "--thread", "elsewhere", "--run-id", "x1", "--dry-run", "--json"),
+    ("fork", "t1-r1", "--same-thread", "--run-id", "x1", "--dry-run"),
+    ("fork", "t1-r3", "--edit", "t1-r2-u", "--text", "What now?", "--run-id", "x1", "--dry-run"),
+    ("fork", "t1-r3", "--regenerate", "t1-r1-a2", "--run-id", "x1", "--dry-run", "--json"),
     # Errors, with the same words.
     ("state", "t1", "--run", "t2-r1"),
     ("state", "t1", "--run", "t1-r1", "--seq", "9999"),
@@ -56,6 +64,9 @@ QUESTIONS = [
     ("threads", "--since", "yesterday"),
     ("fork", "nope", "--run-id", "x2", "--dry-run"),
     ("fork", "t1-r1", "--at", "9999", "--run-id", "x2", "--dry-run"),
+    ("fork", "t1-r1", "--thread", "t2", "--dry-run"),
+    ("fork", "t1-r3", "--edit", "t1-r1-a2", "--text", "x", "--dry-run"),
+    ("fork", "t1-r3", "--regenerate", "nope", "--dry-run"),
 ]
 
 
@@ -91,7 +102,7 @@ async def test_what_the_answers_say(recorded: Recorded) -> None:
     assert [t["threadId"] for t in every["threads"]] == [
         t["threadId"] for t in page["threads"] + rest["threads"]
     ]
-    assert len(every["threads"]) == 3
+    assert len(every["threads"]) == 4
     done = await run_main("threads", "--limit", "1", *db)
     assert f"more threads: --cursor {page['nextCursor']} (or --all)" in done.err
 
@@ -123,8 +134,26 @@ async def test_what_the_answers_say(recorded: Recorded) -> None:
     status_at = header.index("STATUS")
     assert all(row[status_at - 2 : status_at] == "  " for row in rows), table
     assert any(row.startswith("a-thread-with-a-rather-long-identifier") for row in rows)
-    plan = json.loads((await run_main("fork", "t1-r1", "--at", "5", "--dry-run", *db)).out)
-    assert plan["parentRunId"] == "t1-r1" and plan["threadId"] == "t1"
+    done = await run_main("fork", "t1-r1", "--at", "5", "--dry-run", "--json", *db)
+    plan = json.loads(done.out)
+    assert (plan["parentRunId"], plan["parentSeq"], plan["strategy"]) == ("t1-r1", 5, "new-thread")
+    assert plan["threadId"] == "thread-" + plan["input"]["runId"].removeprefix("run-")
+    done = await run_main("fork", "t1-r1", "--same-thread", "--dry-run", *db)
+    assert json.loads(done.out)["threadId"] == "t1"  # the input, printed as it is posted
+    assert (
+        done.err == "(to agent demo, from run t1-r1 at its end, on its thread, t1 (same-thread))\n"
+    )
+
+    # Lineage both ways, in words.
+    origin = (await run_main("show", "t2", *db)).out
+    assert (
+        "- t2-r1  finished  36 events\n  > forked into thread t2-branch at its end  (1 run)\n"
+        in origin
+    )
+    branch = (await run_main("show", "t2-branch", *db)).out
+    assert branch.startswith(
+        "thread t2-branch  (1 run, agent demo)\nforked from thread t2, run t2-r1 at its end\n"
+    )
 
 
 @pytest.mark.parametrize("where", ["db", "url"])

@@ -122,10 +122,14 @@ async def test_fork_through_the_server_and_the_database(recorded: Recorded) -> N
         "--token",
         TOKEN,
     )
-    assert remote.code == 0 and remote.err == "forked run via-url from t2-r1\n"
+    assert remote.code == 0 and remote.err == (
+        "forked run via-url from run t2-r1 after seq 12, into a new thread, thread-via-url "
+        "(new-thread)\n"
+    )
     assert remote.out.startswith("id: 0\ndata: {") and '"RUN_FINISHED"' in remote.out
     run = (await recorded.http.get("/runs/via-url")).json()
     assert (run["parentRunId"], run["parentSeq"], run["status"]) == ("t2-r1", 12, "finished")
+    assert run["threadId"] == "thread-via-url"
 
     done = await run_main("fork", "t2-r1", "--at", "12", "--db", recorded.db)
     assert done.code == 2 and "give --agent demo=URL" in done.err and "--url" in done.err
@@ -176,19 +180,35 @@ async def test_the_demo_hints_work_as_printed(tmp_path: Path) -> None:
     done = await recorder("demo", cwd=tmp_path)
     assert done.code == 0, done.err
     text = done.out
-    assert "interrupted" in text and "forked at seq 16" in text and "Deleted report.txt." in text
+    assert "interrupted" in text and "Deleted report.txt." in text
     assert (tmp_path / "recorder.db").exists()
     hints = text.split("look again (the same database):\n", 1)[1].splitlines()
     commands = [shlex.split(line) for line in hints if line.startswith(f"  {RECORDER} ")]
-    assert [c[1] for c in commands] == ["threads", "show", "history", "serve"]
-    thread = commands[1][2]
+    assert [c[1] for c in commands] == ["threads", "show", "show", "history", "serve"]
+    thread, branch = commands[1][2], commands[2][2]
+    db = commands[0][commands[0].index("--db") + 1]
+    # The fork is after the first answer, complete: run-1's RUN_FINISHED, its last event.
+    events = await run_main("events", f"{thread}-run-1", "--all", "--json", "--db", db)
+    recorded = json.loads(events.out)["events"]
+    assert recorded[-1]["type"] == "RUN_FINISHED"
+    point = recorded[-1]["seq"]
+    assert f"> forked into thread {branch} after seq {point}  (1 run)\n" in text
+    assert f"forked run-1 after seq {point} (its RUN_FINISHED" in text
+    assert f"into a new thread, {branch} (new-thread)" in text
+    # The branch next to the original: the same first turn, then each its own.
+    columns = text.split("asking something else:\n", 1)[1]
+    assert "| user: What's the weather like?" in columns
+    assert "user: Please delete report.txt" in columns
+    assert "* user: Actually, what about Rome?" in columns
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    for command in commands[:3]:
+    for command in commands[:4]:
         seen = await recorder(*command[1:], cwd=elsewhere)  # the same --db, from anywhere
         assert seen.code == 0 and thread in seen.out, (command, seen.err)
+    shown = await recorder(*commands[2][1:], cwd=elsewhere)
+    assert f"forked from thread {thread}, run {thread}-run-1 after seq {point}\n" in shown.out
     # The web timeline: serve as printed (on a free port instead of 8000), open the address.
-    serve = commands[3]
+    serve = commands[4]
     assert serve[serve.index("--port") + 1] == "8000"
     port = free_port()
     serve[serve.index("--port") + 1] = str(port)
@@ -207,7 +227,8 @@ async def test_the_demo_hints_work_as_printed(tmp_path: Path) -> None:
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", trust_env=False) as http:
             page = await http.get(address.replace(":8000", f":{port}").split("#")[0])
             assert page.status_code == 200 and "<html" in page.text.lower()
-            assert (await http.get(f"/threads/{thread}")).json()["runCount"] == 4
+            assert (await http.get(f"/threads/{thread}")).json()["runCount"] == 3
+            assert (await http.get(f"/threads/{branch}")).json()["runCount"] == 1
     finally:
         proc.terminate()
         await asyncio.wait_for(proc.wait(), 30)

@@ -11,7 +11,7 @@ import httpx
 import orjson
 import pytest
 
-from recorder.client import AsyncRecorderClient, ForkOptions, RecorderClient
+from recorder.client import AsyncRecorderClient, ForkOptions, MessageEdit, RecorderClient
 from recorder.errors import InputError, NotFound, RecorderError, UpstreamError
 from recorder.reference.projector import fold
 from tests.servers import conversation, demo_upstream, free_port, recorder_at
@@ -145,9 +145,27 @@ async def test_fork_every_option(served: Any) -> None:
         at = await client.run_state("c1-r1", seq=5)
         plan = await client.plan_fork("c1-r1", at_seq=5, messages=["What about Rome?"])
         assert plan.agent == "demo" and plan.parent_run_id == "c1-r1" and plan.parent_seq == 5
-        assert plan.input["parentRunId"] == "c1-r1"
+        # The agent's strategy, the default: a new thread, no parentRunId posted.
+        assert plan.strategy == "new-thread" and plan.thread_id == plan.input["threadId"] != "c1"
+        assert "parentRunId" not in plan.input
         assert plan.input["messages"][:-1] == [m for m in at.messages if m["role"] != "activity"]
         assert plan.input["messages"][-1]["content"] == "What about Rome?"
+        same = await client.plan_fork("c1-r1", at_seq=5, strategy="same-thread")
+        assert (same.strategy, same.thread_id, same.input["parentRunId"]) == (
+            "same-thread",
+            "c1",
+            "c1-r1",
+        )
+        # The edits: a JSON Patch of the state, an edited user message, a regenerated turn.
+        patch = [{"op": "replace", "path": "/turns", "value": 9}]
+        patched = await client.plan_fork("c1-r1", state_patch=patch)
+        assert patched.input["state"]["turns"] == 9
+        edit = MessageEdit(message_id="c1-r2-u", content="What about tomorrow?")
+        edited = await client.plan_fork("c1-r3", edit=edit)
+        assert (edited.parent_run_id, edited.parent_seq) == ("c1-r2", -1)
+        assert edited.input["messages"][-1]["content"] == "What about tomorrow?"
+        again = await client.plan_fork("c1-r3", ForkOptions(regenerate="c1-r1-a2"))
+        assert again.input["messages"] == (await client.run("c1-r1")).input["messages"]
         options = ForkOptions(
             at_seq=-1,
             state={"edited": True},
@@ -171,6 +189,9 @@ async def test_fork_every_option(served: Any) -> None:
         assert [e.seq for e in events] == list(range(len(events)))
         child = await client.run("c1-f")
         assert (child.parent_run_id, child.parent_seq, child.status) == ("c1-r1", 5, "finished")
+        branch = await client.thread(child.thread_id)
+        assert branch.forked_from is not None and branch.forked_from.run_id == "c1-r1"
+        assert [t.thread_id for t in (await client.thread("c1")).forks] == [child.thread_id]
         with pytest.raises(NotFound):
             await client.plan_fork("nope")
         with pytest.raises(InputError, match="outside"):

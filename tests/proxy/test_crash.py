@@ -12,7 +12,7 @@ import httpx
 
 from recorder.store import open_store
 from recorder.wire.sse import FrameSplitter
-from tests.servers import demo_upstream, free_port
+from tests.servers import demo_upstream, free_port, run_closed
 
 
 async def _start(db: str, agent: str, port: int) -> asyncio.subprocess.Process:
@@ -77,11 +77,7 @@ async def test_kill_9_mid_run(sqlite_url: str) -> None:
         try:
             store = await open_store(sqlite_url)
             try:
-                for _ in range(100):
-                    run = await store.get_run("r1")
-                    if run.status != "running":
-                        break
-                    await asyncio.sleep(0.1)
+                run = await run_closed(store, "r1", timeout=15)
                 assert run.status == "incomplete"
                 recorded = {e.seq: e.payload for e in await store.read_events("r1")}
                 # Every frame the client saw is in the log, under the seq it was sent with.

@@ -24,10 +24,12 @@ from tests.servers import (
     conversation,
     demo_upstream,
     free_port,
+    healthy,
     node_client,
     post_run,
     project_oracle,
     recorder_at,
+    run_recorded,
     user,
     view,
 )
@@ -170,10 +172,7 @@ async def test_live_run_is_tailed_until_it_ends(recorded: Any) -> None:
         "forwardedProps": {"demo": {"delay": 0.01, "extra": 60}},
     }
     producer = asyncio.create_task(post_run(client, f"{rec}/agents/demo", body))
-    for _ in range(100):
-        if (await client.get(f"{rec}/runs/slow")).status_code == 200:
-            break
-        await asyncio.sleep(0.02)
+    await run_recorded(client, rec, "slow")
     tailed = await sse_get(client, f"{rec}/runs/slow/stream")
     sent = await producer
     assert [orjson.loads(d) for _i, d in tailed] == sent
@@ -203,13 +202,7 @@ async def test_live_run_tailed_from_a_second_recorder_process(pg_url: str) -> No
         try:
             async with httpx.AsyncClient(timeout=60, trust_env=False) as client:
                 second = f"http://127.0.0.1:{port}"
-                for _ in range(200):
-                    try:
-                        if (await client.get(f"{second}/healthz")).status_code == 200:
-                            break
-                    except httpx.HTTPError:
-                        pass
-                    await asyncio.sleep(0.05)
+                await healthy(client, second)
                 body = {
                     "threadId": "t6",
                     "runId": "shared",
@@ -217,10 +210,7 @@ async def test_live_run_tailed_from_a_second_recorder_process(pg_url: str) -> No
                     "forwardedProps": {"demo": {"delay": 0.02, "extra": 40}},
                 }
                 producer = asyncio.create_task(post_run(client, f"{rec}/agents/demo", body))
-                for _ in range(200):
-                    if (await client.get(f"{second}/runs/shared")).status_code == 200:
-                        break
-                    await asyncio.sleep(0.02)
+                await run_recorded(client, second, "shared")
                 assert (await client.get(f"{second}/runs/shared")).json()["status"] == "running"
                 tailed = await sse_get(client, f"{second}/runs/shared/stream")
                 sent = await producer
@@ -234,12 +224,14 @@ async def test_live_run_tailed_from_a_second_recorder_process(pg_url: str) -> No
 async def test_fork_inside_at_end_and_from_an_interrupt(recorded: Any) -> None:
     rec, client, _db = recorded
     runs = await conversation(client, rec, "t7")
-    # Dry run: the input is the projection at the point plus the new message.
+    # Dry run: the input is the projection at the point plus the new message. (The demo
+    # agent rebuilds from the posted messages: a same-thread fork is right for it.)
+    same = {"strategy": "same-thread"}
     at = (await client.get(f"{rec}/runs/{runs[0]}/state", params={"seq": 12})).json()
     plan = (
         await client.post(
             f"{rec}/runs/{runs[0]}/fork",
-            json={"atSeq": 12, "messages": ["What about Rome?"], "dryRun": True},
+            json={"atSeq": 12, "messages": ["What about Rome?"], "dryRun": True, **same},
         )
     ).json()
     assert plan["input"]["messages"][:-1] == at["messages"]
@@ -249,7 +241,7 @@ async def test_fork_inside_at_end_and_from_an_interrupt(recorded: Any) -> None:
     inside = await post_run(
         client,
         f"{rec}/runs/{runs[0]}/fork",
-        {"atSeq": 12, "messages": ["What about Rome?"], "runId": "f-inside"},
+        {"atSeq": 12, "messages": ["What about Rome?"], "runId": "f-inside", **same},
     )
     assert inside[0]["type"] == "RUN_STARTED" and inside[-1]["type"] == "RUN_FINISHED"
     child = (await client.get(f"{rec}/runs/f-inside")).json()
@@ -260,7 +252,8 @@ async def test_fork_inside_at_end_and_from_an_interrupt(recorded: Any) -> None:
     )
     assert child["input"]["messages"][:-1] == at["messages"]
     # At the end of a run.
-    await post_run(client, f"{rec}/runs/{runs[0]}/fork", {"messages": ["Thanks"], "runId": "f-end"})
+    end = {"messages": ["Thanks"], "runId": "f-end", **same}
+    await post_run(client, f"{rec}/runs/{runs[0]}/fork", end)
     assert (await client.get(f"{rec}/runs/f-end")).json()["parentSeq"] is None
     # From the interrupted run, resuming its interrupt differently (cancelled).
     interrupted = (await client.get(f"{rec}/runs/{runs[1]}/state")).json()
@@ -268,16 +261,23 @@ async def test_fork_inside_at_end_and_from_an_interrupt(recorded: Any) -> None:
     resumed = await post_run(
         client,
         f"{rec}/runs/{runs[1]}/fork",
-        {"resume": [{"interruptId": pending["id"], "status": "cancelled"}], "runId": "f-resume"},
+        {
+            "resume": [{"interruptId": pending["id"], "status": "cancelled"}],
+            "runId": "f-resume",
+            "threadId": "t7",  # the parent's thread: a same-thread fork
+        },
     )
     assert any(e.get("delta") == "Kept" for e in resumed)
     # Into a new thread.
     await post_run(
         client, f"{rec}/runs/{runs[0]}/fork", {"threadId": "t7-copy", "runId": "f-thread"}
     )
-    assert (await client.get(f"{rec}/threads/t7-copy")).json()["runs"][0]["runId"] == "f-thread"
-    tree = (await client.get(f"{rec}/threads/t7")).json()["runs"]
-    (root,) = tree
+    copy = (await client.get(f"{rec}/threads/t7-copy")).json()
+    assert copy["runs"][0]["runId"] == "f-thread"
+    assert copy["forkedFrom"] == {"threadId": "t7", "runId": runs[0], "seq": None}
+    t7 = (await client.get(f"{rec}/threads/t7")).json()
+    assert [f["threadId"] for f in t7["forks"]] == ["t7-copy"]
+    (root,) = t7["runs"]
     assert root["runId"] == runs[0]
     assert {c["runId"] for c in root["children"]} >= {runs[1], "f-inside", "f-end"}
     bad = await client.post(f"{rec}/runs/{runs[0]}/fork", json={"atSeq": 10_000})

@@ -1,16 +1,29 @@
-"""``fork``: a new run from a point of a recorded run, or (``--dry-run``) its input."""
+"""``fork``: a new run from a point of a recorded run, or (``--dry-run``) its input.
+
+Where the branch goes is the fork's strategy: ``--thread [ID]`` a new thread, ``--same-thread``
+the parent's, neither the agent's configured strategy (through ``--db``, this command's
+agent settings; through ``--url``, the server's). The fork is planned first, then posted
+with the planned thread, so the command can say where it went.
+"""
 
 from __future__ import annotations
 
 import argparse
+import sys
 import uuid
+from pathlib import Path
+from typing import Any
+
+import orjson
+from pydantic import ValidationError
 
 from recorder.cli.commands.replay import write_stream
 from recorder.cli.context import Context
 from recorder.cli.output import json_text
 from recorder.cli.parser import Commands
+from recorder.cli.render import point_text
 from recorder.errors import InputError
-from recorder.models import ForkOptions
+from recorder.models import ForkOptions, ForkPlan
 
 
 def register(commands: Commands) -> None:
@@ -20,6 +33,30 @@ def register(commands: Commands) -> None:
     p.add_argument("run")
     p.add_argument("--at", type=int, help="fork after this seq (default: the end)")
     p.add_argument("--message", action="append", default=[], help="a user message to append")
+    where = p.add_mutually_exclusive_group()
+    where.add_argument(
+        "--thread",
+        nargs="?",
+        const="",
+        metavar="NEW_ID",
+        help="fork into a new thread (this id, or one made after the run's)",
+    )
+    where.add_argument(
+        "--same-thread", action="store_true", help="fork on the parent's thread, with parentRunId"
+    )
+    state = p.add_mutually_exclusive_group()
+    state.add_argument("--state", metavar="FILE", help="replace the state with this JSON (- stdin)")
+    state.add_argument(
+        "--patch", metavar="FILE", help="a JSON Patch applied to the state at the point (- stdin)"
+    )
+    change = p.add_mutually_exclusive_group()
+    change.add_argument(
+        "--edit", metavar="MESSAGE_ID", help="run a user message's turn again with --text"
+    )
+    change.add_argument(
+        "--regenerate", metavar="MESSAGE_ID", help="run the turn of an assistant message again"
+    )
+    p.add_argument("--text", help="the edited message's new text (with --edit)")
     p.add_argument("--run-id", help="the new run's id (default: a new one)")
     p.add_argument("--agent", action="append", default=[], help="--db: NAME=URL of the agent")
     p.add_argument("--dry-run", action="store_true", help="only print the RunAgentInput")
@@ -27,11 +64,58 @@ def register(commands: Commands) -> None:
 
 def fork_options(args: argparse.Namespace) -> ForkOptions:
     """The flags as the API's fork options (a new option: a flag here, a field there)."""
-    return ForkOptions(
-        at_seq=args.at,
-        messages=list(args.message),
-        run_id=args.run_id or f"run-{uuid.uuid4().hex}",
-    )
+    if (args.edit is None) != (args.text is None):
+        raise InputError("--edit MESSAGE_ID and --text TEXT go together")
+    fields: dict[str, Any] = {
+        "at_seq": args.at,
+        "messages": list(args.message),
+        "run_id": args.run_id or f"run-{uuid.uuid4().hex}",
+    }
+    if args.thread is not None:
+        fields["strategy"] = "new-thread"
+        if args.thread:
+            fields["thread_id"] = args.thread
+    if args.same_thread:
+        fields["strategy"] = "same-thread"
+    if args.state is not None:
+        fields["state"] = _json_file(args.state, "--state")
+    if args.patch is not None:
+        fields["state_patch"] = _json_file(args.patch, "--patch")
+    if args.edit is not None:
+        fields["edit"] = {"message_id": args.edit, "content": args.text}
+    if args.regenerate is not None:
+        fields["regenerate"] = args.regenerate
+    return _options(fields)
+
+
+def _options(fields: dict[str, Any]) -> ForkOptions:
+    try:
+        return ForkOptions.model_validate(fields)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()
+        )
+        raise InputError(f"fork options: {problems}") from None
+
+
+def _json_file(name: str, flag: str) -> Any:
+    try:
+        data = sys.stdin.buffer.read() if name == "-" else Path(name).read_bytes()
+        return orjson.loads(data)
+    except OSError as exc:
+        raise InputError(f"{flag}: cannot read {name}: {exc.strerror or exc}") from exc
+    except orjson.JSONDecodeError as exc:
+        raise InputError(f"{flag}: {name} is not JSON ({exc})") from exc
+
+
+def where_it_went(plan: ForkPlan) -> str:
+    """The fork point and the strategy, as a note says them."""
+    point = point_text(plan.parent_seq)
+    if plan.strategy == "new-thread":
+        thread = f"into a new thread, {plan.thread_id}"
+    else:
+        thread = f"on its thread, {plan.thread_id}"
+    return f"from run {plan.parent_run_id} {point}, {thread} ({plan.strategy})"
 
 
 async def fork(context: Context) -> int:
@@ -42,13 +126,15 @@ async def fork(context: Context) -> int:
         )
     options = fork_options(args)
     async with context.backend() as backend:
+        plan = await backend.plan_fork(args.run, options)
         if args.dry_run:
-            plan = await backend.plan_fork(args.run, options)
             context.out.data(plan, lambda: json_text(plan.input))
             if not context.out.json:
-                at = "its end" if plan.parent_seq is None else f"seq {plan.parent_seq}"
-                context.out.note(f"(to agent {plan.agent}, from run {args.run} after {at})")
+                context.out.note(f"(to agent {plan.agent}, {where_it_went(plan)})")
             return 0
-        await write_stream(context.out, backend.fork(args.run, options))
-    context.out.note(f"forked run {options.run_id} from {args.run}")
+        # Posted with the planned thread, the fork goes where its plan said.
+        planned = options.model_dump(by_alias=False, exclude_unset=True)
+        planned["thread_id"] = plan.thread_id
+        await write_stream(context.out, backend.fork(args.run, _options(planned)))
+    context.out.note(f"forked run {options.run_id} {where_it_went(plan)}")
     return 0
