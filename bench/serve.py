@@ -3,6 +3,8 @@
     python -m bench.serve upstream --port P [--events N --seed S]
     python -m bench.serve bare --port P --agent NAME=URL ...
     python -m bench.serve recorder --port P --db URL --agent NAME=URL ... [--durability D]
+                                   [--no-metrics]
+    python -m bench.serve inprocess --port P --db URL [--events N --seed S]
 
 All of them run with the same uvicorn settings (loop and http "auto": uvloop and httptools
 when installed, no access log) on 127.0.0.1 only.
@@ -12,7 +14,11 @@ when installed, no access log) on 127.0.0.1 only.
   minimal run (RUN_STARTED, RUN_FINISHED) in one chunk.
 - ``bare``: the cheapest proxy on the same web stack: FastAPI, httpx ``aiter_raw`` into a
   ``StreamingResponse``; no parsing, no recording.
-- ``recorder``: the project's app, ``create_app(Settings(...))``.
+- ``recorder``: the project's app, ``create_app(Settings(...))``; ``--no-metrics`` turns
+  its Prometheus metrics off (they are on by default).
+- ``inprocess``: the ``upstream`` app itself, recorded in its own process by
+  ``recorder.asgi.RecordingMiddleware`` (agents ``up`` at ``/events``, ``small`` at
+  ``/small``): the same endpoints, recorded with no hop.
 """
 
 from __future__ import annotations
@@ -127,13 +133,25 @@ def recorder_app(args: argparse.Namespace, agents: dict[str, str]) -> Any:
         port=args.port,
         durability=args.durability,
         checkpoint_every=args.checkpoint_every,
+        metrics=not args.no_metrics,
     )
     return create_app(settings)
 
 
+def inprocess_app(args: argparse.Namespace) -> Any:
+    from recorder.asgi import RecordingMiddleware
+    from recorder.config import Settings
+
+    settings = Settings(db=args.db, durability=args.durability)
+    agents = {"up": "/events", "small": "/small"}
+    return RecordingMiddleware(
+        upstream_app(args.events, args.seed), agents=agents, settings=settings
+    )
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.serve")
-    parser.add_argument("kind", choices=["upstream", "bare", "recorder"])
+    parser.add_argument("kind", choices=["upstream", "bare", "recorder", "inprocess"])
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--events", type=int, default=20_000)
     parser.add_argument("--seed", type=int, default=1)
@@ -141,6 +159,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--db")
     parser.add_argument("--durability", default="commit", choices=["commit", "buffered"])
     parser.add_argument("--checkpoint-every", type=int, default=1000)
+    parser.add_argument("--no-metrics", action="store_true")
     args = parser.parse_args(argv)
     agents = dict(spec.split("=", 1) for spec in args.agent)
     if args.kind == "upstream":
@@ -150,7 +169,7 @@ def main(argv: list[str] | None = None) -> None:
     else:
         from recorder.cli.serve import settle_heap
 
-        app = recorder_app(args, agents)
+        app = recorder_app(args, agents) if args.kind == "recorder" else inprocess_app(args)
         settle_heap()  # as `recorder serve` does
     uvicorn.run(
         app,

@@ -131,6 +131,20 @@ class Settings(BaseSettings):
         default_factory=lambda: ["authorization", "cookie", "accept-language", "user-agent"]
     )
     forward_header_prefixes: list[str] = Field(default_factory=lambda: ["x-"])
+    # Logs: one line per ended run, start and stop, errors with their id (stderr).
+    log_level: Literal["debug", "info", "warning", "error"] = "info"
+    log_format: Literal["text", "json"] = "text"
+    access_log: bool = False
+    # Prometheus metrics: at /metrics on the API (behind the API token), or at
+    # HOST:PORT of their own with ``metrics_address``.
+    metrics: bool = True
+    metrics_address: str | None = None
+    # OpenTelemetry: each run as a trace, to this OTLP/HTTP traces endpoint
+    # (e.g. http://127.0.0.1:4318/v1/traces); needs the ``otel`` extra.
+    otel_endpoint: str | None = None
+    otel_headers: dict[str, str] = Field(default_factory=dict)
+    otel_service_name: str = "agui-recorder"
+    otel_capture_content: bool = False
 
     @field_validator("agents", mode="before")
     @classmethod

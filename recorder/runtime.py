@@ -1,15 +1,25 @@
-"""The services one recorder process runs, shared by the HTTP API and the CLI."""
+"""The services one recorder process runs, shared by the HTTP API and the CLI.
+
+Telemetry comes from the settings: Prometheus metrics (``metrics``, served apart with
+``metrics_address``), a log line per ended run, and traces when ``otel_endpoint`` is set.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import time
+from collections.abc import Callable
 
 from recorder.config import Settings
+from recorder.errors import ConfigError
 from recorder.proxy.proxy import Proxy, new_owner
 from recorder.proxy.upstream import UpstreamClient
 from recorder.store import EventStore, open_store
+from recorder.telemetry.logs import log_run
+from recorder.telemetry.metrics import Metrics
+from recorder.telemetry.observer import RunReport, TraceSink
+from recorder.telemetry.observers import Telemetry
 from recorder.timetravel.history import History
 
 
@@ -20,9 +30,16 @@ class Runtime:
         self.client = client
         self.owner = new_owner()
         self.history = History(store, checkpoint_every=settings.checkpoint_every)
-        self.proxy = Proxy(store, settings, client, self.owner)
+        self.metrics = Metrics() if settings.metrics else None
+        self.traces = trace_export(settings, store) if settings.otel_endpoint else None
+        sinks: list[Callable[[RunReport], None]] = [log_run]
+        if self.traces is not None:
+            sinks.append(self.traces)
+        self.telemetry = Telemetry(self.metrics, sinks)
+        self.proxy = Proxy(store, settings, client, self.owner, self.telemetry)
         self._tasks: list[asyncio.Task[None]] = []
         self._owns_store = False
+        self._stop_metrics: Callable[[], None] | None = None
 
     @classmethod
     async def start(cls, settings: Settings, store: EventStore | None = None) -> Runtime:
@@ -32,6 +49,8 @@ class Runtime:
         client = upstream_client(settings)
         runtime = cls(settings, store, client)
         runtime._owns_store = owns
+        if runtime.metrics is not None and settings.metrics_address:
+            runtime._stop_metrics = runtime.metrics.serve(settings.metrics_address)
         await runtime.reap()
         runtime._tasks.append(asyncio.create_task(runtime._keep_alive(), name="heartbeat"))
         return runtime
@@ -53,6 +72,10 @@ class Runtime:
                 await task
         await self.proxy.close()
         await self.client.close()
+        if self.traces is not None:
+            await self.traces.close()
+        if self._stop_metrics is not None:
+            await asyncio.to_thread(self._stop_metrics)
         if self._owns_store:
             await self.store.close()
 
@@ -69,4 +92,28 @@ def upstream_client(settings: Settings) -> UpstreamClient:
     timeout on every wait."""
     return UpstreamClient(
         connect_timeout=settings.connect_timeout, idle_timeout=settings.idle_timeout
+    )
+
+
+def trace_export(settings: Settings, store: EventStore) -> TraceSink:
+    """The OpenTelemetry export of ended runs (the ``otel`` extra)."""
+    try:
+        # Imported here: the extra is optional, and a recorder without it must start.
+        from recorder.telemetry.traces import TraceExport
+    except ImportError as exc:
+        raise ConfigError(
+            "otel_endpoint is set but OpenTelemetry is not installed: "
+            "pip install 'agui-recorder[otel]'"
+        ) from exc
+
+    async def run_input(run_id: str) -> bytes | None:
+        return (await store.get_run(run_id)).input
+
+    return TraceExport(
+        settings.otel_endpoint or "",
+        store.read_events,
+        run_input,
+        headers=settings.otel_headers,
+        service_name=settings.otel_service_name,
+        capture_content=settings.otel_capture_content,
     )

@@ -1,7 +1,7 @@
 """The layer rule: imports inside ``recorder`` point one way, down.
 
-    errors <- config, wire, models <- reference, store, client <- proxy, timetravel
-           <- runtime <- api <- cli
+    errors <- config, wire, models <- reference, store, client, telemetry
+           <- proxy, timetravel <- runtime <- api <- cli, asgi
 
 A module imports from its own part or from a lower layer; parts that share a layer
 (config, wire and models; reference, store and client; proxy and timetravel) do not import
@@ -27,11 +27,13 @@ LAYERS: dict[str, int] = {
     "reference": 2,
     "store": 2,
     "client": 2,
+    "telemetry": 2,
     "proxy": 3,
     "timetravel": 3,
     "runtime": 4,
     "api": 5,
     "cli": 6,
+    "asgi": 6,
 }
 # Parts that stand apart: they import nothing of the package but its version.
 STANDALONE = {"demo_agent"}

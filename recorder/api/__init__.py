@@ -1,23 +1,31 @@
-"""The HTTP API: ``create_app()`` builds everything; nothing is created at import time."""
+"""The HTTP API: ``create_app()`` builds everything; nothing is created at import time.
+
+The app logs its start and stop (``recorder.server``), every request with
+``access_log`` (``recorder.access``), and every unexpected error with the id its 500
+answer carries (``deps.py``).
+"""
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
+from urllib.parse import urlsplit
 
 from fastapi import FastAPI
-from starlette.types import Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
 from recorder import __version__
-from recorder.api import agents, runs, threads, transfer, web
-from recorder.api.deps import install_error_handlers
+from recorder.api import agents, metrics, runs, threads, transfer, web
+from recorder.api.deps import ANSWERED, install_error_handlers
 from recorder.api.proxy_endpoint import OPENAPI, ProxyEndpoint
 from recorder.api.views import JSON
 from recorder.config import AgentConfig, Settings
 from recorder.models import ErrorDetail, Health
 from recorder.runtime import Runtime
 from recorder.store import EventStore
+from recorder.telemetry.logs import ACCESS, SERVER
 
 
 class RecorderApp(FastAPI):
@@ -25,8 +33,15 @@ class RecorderApp(FastAPI):
     middleware: every proxied run pays for what stands in front of its first event."""
 
     _proxy = ProxyEndpoint()
+    access_log = False
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self.access_log and scope["type"] == "http":
+            await logged(self._answer, scope, receive, send)
+        else:
+            await self._answer(scope, receive, send)
+
+    async def _answer(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and scope["method"] == "POST":
             name = proxied_agent(scope)
             if name is not None:
@@ -34,7 +49,38 @@ class RecorderApp(FastAPI):
                 scope["path_params"] = {"name": name}
                 await self._proxy(scope, receive, send)
                 return
-        await super().__call__(scope, receive, send)
+        try:
+            await super().__call__(scope, receive, send)
+        except Exception as exc:
+            # Answered (500, with its error id) and logged by the handler: Starlette raises
+            # it again for the server to log, which would log it a second time.
+            if not hasattr(exc, ANSWERED):
+                raise
+
+
+async def logged(app: Any, scope: Scope, receive: Receive, send: Send) -> None:
+    """Answer, then log one access line: method, path, status, duration, client."""
+    started = time.perf_counter()
+    status = 0
+
+    async def send_noting(message: Message) -> None:
+        nonlocal status
+        if message["type"] == "http.response.start":
+            status = message["status"]
+        await send(message)
+
+    try:
+        await app(scope, receive, send_noting)
+    finally:
+        client = scope.get("client")
+        fields = {
+            "method": scope["method"],
+            "path": scope["path"],
+            "status": status or None,
+            "duration_ms": round((time.perf_counter() - started) * 1000, 3),
+            "client": f"{client[0]}:{client[1]}" if client else None,
+        }
+        ACCESS.info("request", extra={"fields": fields})
 
 
 def proxied_agent(scope: Scope) -> str | None:
@@ -63,11 +109,14 @@ def create_app(settings: Settings | None = None, *, store: EventStore | None = N
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        app.state.runtime = await Runtime.start(settings, store)
+        runtime = app.state.runtime = await Runtime.start(settings, store)
+        SERVER.info("recorder started", extra={"fields": started_fields(runtime)})
         try:
             yield
         finally:
-            await app.state.runtime.close()
+            live = len(runtime.proxy.active)
+            await runtime.close()
+            SERVER.info("recorder stopped", extra={"fields": {"live_runs_closed": live}})
 
     app = RecorderApp(
         title="agui-recorder",
@@ -75,12 +124,14 @@ def create_app(settings: Settings | None = None, *, store: EventStore | None = N
         description="Records AG-UI agent traffic; history, replay, resume and fork.",
         lifespan=lifespan,
     )
+    app.access_log = settings.access_log
     install_error_handlers(app)
     app.include_router(agents.router)
     app.include_router(threads.router)
     app.include_router(runs.router)
     app.include_router(transfer.router)
     app.include_router(web.router)
+    app.include_router(metrics.router)
 
     @app.get(
         "/healthz",
@@ -100,6 +151,27 @@ def create_app(settings: Settings | None = None, *, store: EventStore | None = N
 
         app.mount("/demo-agent", create_demo_app())
     return app
+
+
+def started_fields(runtime: Runtime) -> dict[str, Any]:
+    settings = runtime.settings
+    metrics_at = None if runtime.metrics is None else settings.metrics_address or "/metrics"
+    return {
+        "version": __version__,
+        "database": without_password(settings.db),
+        "agents": ",".join(sorted(settings.agents)) or None,
+        "durability": settings.durability,
+        "metrics": metrics_at,
+        "traces": settings.otel_endpoint,
+        "owner": runtime.owner,
+    }
+
+
+def without_password(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    return url.replace(f":{parts.password}@", ":***@", 1)
 
 
 def document_proxy(app: FastAPI) -> None:

@@ -1,9 +1,15 @@
-"""Dependencies and the one place errors become HTTP status codes."""
+"""Dependencies and the one place errors become HTTP status codes.
+
+An error the recorder cannot explain (a bug, a database error of no known kind) answers
+500 with an error id, and logs one line with that id and the traceback: the answer says
+nothing more, the log says everything.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import hmac
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
@@ -20,6 +26,7 @@ from recorder.errors import (
     TooManyRuns,
 )
 from recorder.runtime import Runtime
+from recorder.telemetry.logs import API, new_error_id
 
 
 def get_runtime(request: Request) -> Runtime:
@@ -60,12 +67,33 @@ def status_for(exc: BaseException) -> int:
     return next((code for kind, code in _STATUS if isinstance(exc, kind)), 500)
 
 
+ANSWERED = "_recorder_error_id"  # set on an exception once its 500 was answered and logged
+
+
+def internal_error(exc: BaseException, method: str, path: str) -> dict[str, Any]:
+    """Log ``exc`` with a new error id; the body of its 500 answer."""
+    error_id = new_error_id()
+    fields = {"error_id": error_id, "method": method, "path": path, "error": type(exc).__name__}
+    API.error("internal error", extra={"fields": fields}, exc_info=exc)
+    with contextlib.suppress(AttributeError):  # (one without a __dict__ is logged all the same)
+        setattr(exc, ANSWERED, error_id)
+    detail = f"internal error (id {error_id}); the recorder's log has the details"
+    return {"detail": detail, "errorId": error_id}
+
+
 def install_error_handlers(app: FastAPI) -> None:
     """Every error answers ``{"detail": "one sentence"}`` (``ErrorDetail``), parameters
-    FastAPI rejects included."""
+    FastAPI rejects included; a 500 also carries ``errorId``, as does its log line."""
 
-    async def handle(_request: Request, exc: Exception) -> JSONResponse:
-        return JSONResponse({"detail": str(exc)}, status_code=status_for(exc))
+    async def handle(request: Request, exc: Exception) -> JSONResponse:
+        status = status_for(exc)
+        if status == 500:
+            return await unexpected(request, exc)
+        return JSONResponse({"detail": str(exc)}, status_code=status)
+
+    async def unexpected(request: Request, exc: Exception) -> JSONResponse:
+        body = internal_error(exc, request.method, request.url.path)
+        return JSONResponse(body, status_code=500, headers={"x-error-id": body["errorId"]})
 
     async def invalid(_request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, RequestValidationError)
@@ -73,6 +101,7 @@ def install_error_handlers(app: FastAPI) -> None:
 
     app.add_exception_handler(RecorderError, handle)
     app.add_exception_handler(RequestValidationError, invalid)
+    app.add_exception_handler(Exception, unexpected)
 
 
 def explain(exc: RequestValidationError) -> str:

@@ -4,7 +4,11 @@ Every proxied run pays this endpoint's cost before its first event reaches the c
 FastAPI's request handling (dependency solving, a ``Request``, a ``StreamingResponse`` with
 its task group) took about 0.5 ms of it per request on a 2-core machine, half of what the
 whole recorder may add. Here the route is matched by Starlette, as any other, and the rest
-is a few ASGI messages. Errors answer exactly as the API's handlers do (``status_for``).
+is a few ASGI messages. Errors answer exactly as the API's handlers do (``status_for``;
+an unexpected one with an error id, logged).
+
+``serve_run`` is the whole exchange, also used by ``recorder.asgi`` for an agent of the same
+process.
 """
 
 from __future__ import annotations
@@ -18,9 +22,10 @@ import orjson
 from starlette.datastructures import Headers
 from starlette.types import Receive, Scope, Send
 
-from recorder.api.deps import status_for
+from recorder.api.deps import internal_error, status_for
 from recorder.api.views import SSE_HEADERS
-from recorder.errors import BodyTooLarge, RecorderError
+from recorder.errors import BodyTooLarge
+from recorder.proxy.legs import AgentLeg
 from recorder.proxy.proxy import Relay, Stream
 from recorder.runtime import Runtime
 
@@ -34,21 +39,36 @@ class ProxyEndpoint:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         runtime: Runtime = scope["app"].state.runtime
-        name: str = scope["path_params"]["name"]
-        try:
-            runtime.proxy.upstream(name)  # 404 before reading the body
-            body = await read_body(scope, receive, runtime.settings.max_body_bytes)
-            if body is None:
-                return  # the client left before its request was read: nothing to do
-            result = await runtime.proxy.start(name, body, Headers(scope=scope))
-        except RecorderError as exc:
-            detail = orjson.dumps({"detail": str(exc)})
-            await send_whole(send, status_for(exc), detail, "application/json")
-            return
-        if isinstance(result, Relay):
-            await send_whole(send, result.status, result.body, result.content_type)
+        await serve_run(runtime, scope["path_params"]["name"], scope, receive, send)
+
+
+async def serve_run(
+    runtime: Runtime,
+    name: str,
+    scope: Scope,
+    receive: Receive,
+    send: Send,
+    leg: AgentLeg | None = None,
+) -> None:
+    """Read the posted run, record it through ``name``'s leg (or ``leg``), answer."""
+    try:
+        leg = leg or runtime.proxy.upstream(name)  # 404 before reading the body
+        body = await read_body(scope, receive, runtime.settings.max_body_bytes)
+        if body is None:
+            return  # the client left before its request was read: nothing to do
+        result = await runtime.proxy.start(name, body, Headers(scope=scope), leg=leg)
+    except Exception as exc:
+        status = status_for(exc)
+        if status == 500:  # not one the recorder can explain: logged with an id
+            answer = internal_error(exc, "POST", scope["path"])
         else:
-            await stream(receive, send, result)
+            answer = {"detail": str(exc)}
+        await send_whole(send, status, orjson.dumps(answer), "application/json")
+        return
+    if isinstance(result, Relay):
+        await send_whole(send, result.status, result.body, result.content_type)
+    else:
+        await stream(receive, send, result)
 
 
 async def read_body(scope: Scope, receive: Receive, limit: int) -> bytes | None:

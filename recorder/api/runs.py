@@ -101,7 +101,7 @@ async def fork_run(run_id: str, body: ForkBody, request: Request, runtime: Runti
     plan = await plan_fork(runtime.store, runtime.history, run_id, fork_request(body), agents)
     if body.dry_run:
         return JSON(views.plan_view(plan))
-    if plan.agent not in agents:
+    if plan.agent not in agents and plan.agent not in runtime.proxy.local:
         raise NotFound(
             f"run {plan.parent_run_id!r} was recorded through agent {plan.agent!r}, whose URL "
             f"this recorder does not know: start it with --agent {plan.agent}=URL (or "

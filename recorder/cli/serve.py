@@ -2,7 +2,9 @@
 
 The socket is bound and the database migrated before the server starts, so that a port
 already taken or a database out of reach ends the command with one line, and
-"listening" is printed only once the server accepts connections.
+"listening" is printed only once the server accepts connections. Logs go to standard
+error as the settings say (``log_level``, ``log_format``); uvicorn's own lines too, in the
+same format, from warnings up.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from recorder.cli.local import describe_database
 from recorder.config import Settings
 from recorder.errors import RecorderError
 from recorder.store import EventStore, open_store
+from recorder.telemetry.logs import configure as configure_logging
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -50,7 +53,9 @@ def make_server(settings: Settings, store: EventStore | None = None) -> uvicorn.
         create_app(settings, store=store),
         host=settings.host,
         port=settings.port,
-        log_level="warning",
+        # The recorder logs its own start, stop and requests (``access_log``).
+        log_level="warning" if settings.log_level in ("debug", "info") else settings.log_level,
+        log_config=None,
         access_log=False,
         lifespan="on",
         timeout_graceful_shutdown=5,
@@ -59,6 +64,7 @@ def make_server(settings: Settings, store: EventStore | None = None) -> uvicorn.
 
 
 async def serve(settings: Settings) -> None:
+    configure_logging(settings.log_level, settings.log_format)
     sock = listen(settings.host, settings.port)
     try:
         settings = settings.model_copy(update={"port": sock.getsockname()[1]})

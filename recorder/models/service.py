@@ -27,3 +27,6 @@ class ErrorDetail(Model):
     """Every error answer: one readable sentence, never SQL, driver text or a traceback."""
 
     detail: str
+    error_id: str | None = Field(
+        None, description="on an internal error (500): the id the server's log line carries"
+    )

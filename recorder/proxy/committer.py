@@ -5,18 +5,21 @@ number of runs) and appends them in one transaction. Under load, commits grow in
 multiplying, so the cost per event falls as traffic rises. When nothing is being committed
 and the store's appends cannot be cut short by their caller's cancellation
 (``append_survives_cancel``: SQLite's), a batch is committed by its own caller: an idle
-recorder pays no hand-over.
+recorder pays no hand-over. The observer hears of every commit: how long it took and how
+many events it held.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from recorder.store import Appended, EventStore, NewEvent
+from recorder.telemetry import NO_OBSERVER, Observer
 
 _MAX_GROUP = 5000  # events per commit; a batch larger on its own is committed alone
 
@@ -31,8 +34,9 @@ class _Batch:
 
 
 class GroupCommitter:
-    def __init__(self, store: EventStore) -> None:
+    def __init__(self, store: EventStore, observer: Observer = NO_OBSERVER) -> None:
         self._store = store
+        self._observer = observer
         self._queue: deque[_Batch] = deque()
         self._ready = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -43,8 +47,11 @@ class GroupCommitter:
         """Append ``events`` to ``run_id``; returns once they are committed."""
         if self._direct and not self._busy and not self._queue:
             self._busy = True
+            started = time.perf_counter()
             try:
-                return (await self._store.append_batches([(run_id, events)]))[0]
+                appended = (await self._store.append_batches([(run_id, events)]))[0]
+                self._observer.committed(time.perf_counter() - started, len(events))
+                return appended
             finally:
                 self._busy = False
                 if self._queue:
@@ -85,8 +92,11 @@ class GroupCommitter:
         return group
 
     async def _commit(self, group: list[_Batch]) -> None:
+        started = time.perf_counter()
         try:
             results = await self._store.append_batches([(b.run_id, b.events) for b in group])
+            count = sum(len(b.events) for b in group)
+            self._observer.committed(time.perf_counter() - started, count)
         except Exception as exc:
             if len(group) == 1:
                 _settle(group[0], exc=exc)

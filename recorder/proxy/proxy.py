@@ -1,8 +1,9 @@
 """The recording proxy: forward a run to its agent, stream it back, tee every frame into the log.
 
 ``Proxy.start`` checks the posted RunAgentInput (``request.py``), takes one of
-``max_concurrent_runs`` slots, creates the run and posts it to the agent
-(``upstream.py``). What comes back is one of:
+``max_concurrent_runs`` slots, creates the run and posts it to the agent: over HTTP to its
+URL (``upstream.py``), or to an ASGI app of this process (``inprocess.py``), by the agent's
+leg (``legs.py``). What comes back is one of:
 
 - a ``Stream``: the agent answered with an event stream, now recorded by a
   ``RunRecording`` (``recording.py``) that outlives the client's connection; or a stream
@@ -12,7 +13,8 @@
   as one answer; the run is closed as an error.
 
 Either way the run is in the log, and its slot is given back exactly once: by the
-recording when it ends, else before ``start`` returns.
+recording when it ends, else before ``start`` returns. The ``observer`` hears of every run
+(``recorder.telemetry``): when it begins, its batches, its end.
 """
 
 from __future__ import annotations
@@ -29,12 +31,14 @@ import orjson
 from recorder.config import Settings
 from recorder.errors import AgentNotFound, TooManyRuns, UpstreamError
 from recorder.proxy.committer import GroupCommitter
+from recorder.proxy.legs import AgentLeg, Answer, HttpLeg
 from recorder.proxy.recording import RunRecording
-from recorder.proxy.request import forwarded_headers, message_texts, parse_run_input
+from recorder.proxy.request import message_texts, parse_run_input
 from recorder.proxy.segments import recorder_error
-from recorder.proxy.upstream import Response, UpstreamClient
+from recorder.proxy.upstream import UpstreamClient
 from recorder.store import EventStore, NewEvent, NewRun
 from recorder.store.model import RECORDER
+from recorder.telemetry import NO_OBSERVER, Observer, RunEnd, RunWatch
 from recorder.wire.sse import encode_frame
 
 _RELAY_LIMIT = 1 << 20  # bytes of a non-stream answer relayed to the client
@@ -59,19 +63,31 @@ class Stream:
 
 class Proxy:
     def __init__(
-        self, store: EventStore, settings: Settings, client: UpstreamClient, owner: str
+        self,
+        store: EventStore,
+        settings: Settings,
+        client: UpstreamClient,
+        owner: str,
+        observer: Observer = NO_OBSERVER,
     ) -> None:
         self.store = store
         self.settings = settings
         self.client = client
         self.owner = owner
-        self.committer = GroupCommitter(store)
+        self.observer = observer
+        self.committer = GroupCommitter(store, observer)
         self.active: dict[str, RunRecording] = {}
+        # Agents served by this process (``recorder.asgi``), by name: they come first.
+        self.local: dict[str, AgentLeg] = {}
         self._slots = asyncio.Semaphore(settings.max_concurrent_runs)
 
-    def upstream(self, agent: str) -> str:
+    def upstream(self, agent: str) -> AgentLeg:
+        """How to reach ``agent``; ``AgentNotFound`` when no agent has that name."""
+        leg = self.local.get(agent)
+        if leg is not None:
+            return leg
         try:
-            return self.settings.agents[agent].url
+            return HttpLeg(self.client, self.settings.agents[agent].url, self.settings)
         except KeyError:
             raise AgentNotFound(agent) from None
 
@@ -82,9 +98,12 @@ class Proxy:
         headers: Mapping[str, str],
         *,
         parent: tuple[str, int | None] | None = None,
+        leg: AgentLeg | None = None,
     ) -> Relay | Stream:
-        """Begin a proxied run. ``parent`` (run id, seq) is set by forks."""
-        url = self.upstream(agent)
+        """Begin a proxied run. ``parent`` (run id, seq) is set by forks; ``leg`` reaches
+        the agent another way than its name says (an in-process app, with this request's
+        own scope)."""
+        leg = leg or self.upstream(agent)
         posted = parse_run_input(body, self.settings.max_body_bytes)
         if self._slots.locked():
             raise TooManyRuns(
@@ -94,7 +113,8 @@ class Proxy:
         run: NewRun | None = None
         try:
             run = await self._create_run(agent, posted, body, parent)
-            return await self._open(url, run, posted, headers)
+            watch = self.observer.run(agent, run.run_id, posted)
+            return await self._open(leg, run, posted, headers, watch)
         finally:
             # A recording registers itself once its task exists, and gives the slot back
             # when it ends; anything else gives it back here.
@@ -136,39 +156,45 @@ class Proxy:
         return run
 
     async def _open(
-        self, url: str, run: NewRun, posted: dict[str, Any], headers: Mapping[str, str]
+        self,
+        leg: AgentLeg,
+        run: NewRun,
+        posted: dict[str, Any],
+        headers: Mapping[str, str],
+        watch: RunWatch,
     ) -> Relay | Stream:
         try:
-            response = await self.client.post(
-                url, run.input or b"", forwarded_headers(headers, self.settings)
-            )
+            response = await leg.post(run.input or b"", headers)
         except UpstreamError as exc:
             message = f"upstream agent unreachable: {exc}"
-            await self._fail_early(run, message, "upstream_unreachable")
+            await self._fail_early(run, message, "upstream_unreachable", watch)
             return Stream(run.run_id, _once(recorder_error(message, "upstream_unreachable"), 0))
         content_type = response.headers.get("content-type", "")
         if response.status >= 300 or not content_type.startswith("text/event-stream"):
             payload = await _read_capped(response, _RELAY_LIMIT)
             if response.status >= 300:
                 error = f"upstream answered HTTP {response.status}: {payload[:500]!r}"
-                await self._fail_early(run, error, "upstream_http_error")
+                await self._fail_early(run, error, "upstream_http_error", watch)
                 return Relay(response.status, payload, content_type or "text/plain")
             error = f"upstream answered content type {content_type!r}, not text/event-stream"
-            await self._fail_early(run, error, "upstream_bad_content_type")
+            await self._fail_early(run, error, "upstream_bad_content_type", watch)
             return Relay(502, orjson.dumps({"detail": error}), "application/json")
-        recording = RunRecording(self, run, response, message_texts(posted))
+        recording = RunRecording(self, run, response, message_texts(posted), watch)
         await recording.begin()
         return Stream(run.run_id, recording.output.chunks(), recording.output.leave)
 
-    async def _fail_early(self, run: NewRun, message: str, code: str) -> None:
+    async def _fail_early(self, run: NewRun, message: str, code: str, watch: RunWatch) -> None:
         """Close a run that never streamed: its one event is a RUN_ERROR of ours."""
-        await self.committer.append(
-            run.run_id, [NewEvent(recorder_error(message, code), "RUN_ERROR", RECORDER)]
-        )
-        await self.store.set_status(run.run_id, "error", outcome="error", error=message)
+        data = recorder_error(message, code)
+        try:
+            await self.committer.append(run.run_id, [NewEvent(data, "RUN_ERROR", RECORDER)])
+            await self.store.set_status(run.run_id, "error", outcome="error", error=message)
+        finally:
+            end = RunEnd(run.run_id, run.thread_id, "error", "error", message, 1, len(data), code)
+            watch.ended(end)
 
 
-async def _read_capped(response: Response, limit: int) -> bytes:
+async def _read_capped(response: Answer, limit: int) -> bytes:
     data = b""
     try:
         while chunk := await response.readany():

@@ -13,14 +13,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 
-from recorder.proxy.upstream import Response
+from recorder.proxy.legs import Answer
 from recorder.wire.sse import Frame, FrameSplitter
 
 READ_AHEAD = 2000  # frames the reader may hold before it waits for them to be taken
 
 
 class FrameReader:
-    def __init__(self, response: Response, max_frame_bytes: int | None) -> None:
+    def __init__(self, response: Answer, max_frame_bytes: int | None) -> None:
         self._response = response
         self._splitter = FrameSplitter(max_frame_bytes)
         self._pending: list[Frame] = []

@@ -30,6 +30,9 @@ Durability "commit" (the default): a batch is forwarded only after the transacti
 it committed, so the client never saw an event the log lacks. "buffered": a batch is
 forwarded first and committed right behind it.
 
+The ``RunWatch`` (``recorder.telemetry``) hears of the first event, of each committed part
+of a batch, and of each run's end (once, when the recording ends).
+
 The recorder's own RUN_ERROR codes: ``upstream_dropped``, ``upstream_idle``,
 ``upstream_incomplete``, ``frame_too_large``, ``limit_exceeded``, ``client_disconnected``,
 and ``store_failure`` (the one frame that is never in the log, since the log failed).
@@ -46,6 +49,7 @@ from typing import Protocol
 from recorder.config import Settings
 from recorder.errors import StoreError, UpstreamError
 from recorder.proxy.committer import GroupCommitter
+from recorder.proxy.legs import Answer
 from recorder.proxy.output import ClientOutput
 from recorder.proxy.reader import FrameReader
 from recorder.proxy.segments import (
@@ -55,8 +59,8 @@ from recorder.proxy.segments import (
     Summary,
     recorder_error,
 )
-from recorder.proxy.upstream import Response
 from recorder.store import EventStore, NewEvent, NewRun
+from recorder.telemetry import RunEnd, RunWatch
 from recorder.wire.sse import Frame, FrameTooLarge, encode_frame
 
 FIRST_WAIT = 0.05  # seconds the first events are awaited on the request's own task
@@ -82,8 +86,12 @@ class Host(Protocol):
 
 
 class RunRecording:
-    def __init__(self, host: Host, run: NewRun, response: Response, summary: list[str]) -> None:
+    def __init__(
+        self, host: Host, run: NewRun, response: Answer, summary: list[str], watch: RunWatch
+    ) -> None:
         self._host = host
+        self._watch = watch
+        self._silent = True  # no event of the agent's yet
         self._settings = host.settings
         self.run_id = run.run_id
         self.phase = Phase.HEAD
@@ -163,6 +171,23 @@ class RunRecording:
     def _end(self) -> None:
         self.phase = Phase.ENDED
         self._host.finished(self.run_id)
+        failure = self._commits.failure
+        for segment in self._runs.segments:
+            status, error = segment.status(failure)
+            if segment.phase is SegmentPhase.OPEN:  # cancelled before it could be closed
+                status = "incomplete"
+            self._watch.ended(
+                RunEnd(
+                    segment.run_id,
+                    segment.thread_id,
+                    status,
+                    segment.outcome,
+                    error,
+                    segment.next_seq,
+                    segment.size,
+                    "store_failure" if failure is not None else segment.code,
+                )
+            )
 
     def _ended(self, _task: asyncio.Task[None]) -> None:
         if self.phase is Phase.ENDED:
@@ -175,6 +200,9 @@ class RunRecording:
 
     async def _record(self, frames: list[Frame]) -> bool:
         """Record and forward one batch; False when the recording must stop here."""
+        if self._silent:
+            self._silent = False
+            self._watch.first_event()
         runs = self._runs
         limit = self._settings.max_events_per_run
         parts: list[_Part] = []
@@ -204,7 +232,9 @@ class RunRecording:
             if buffered:
                 await self.output.put(out)
             stored = await self._commits.append(part.segment.run_id, part.events)
-            if not stored and self._commits.stopped:
+            if stored:
+                self._watch.recorded(part.segment.run_id, part.events)
+            elif self._commits.stopped:
                 message = f"the recorder could not store the run: {self._commits.failure}"
                 await self.output.put(encode_frame(recorder_error(message, "store_failure")))
                 return False

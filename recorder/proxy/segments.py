@@ -70,12 +70,15 @@ class Segment:
     next_seq: int = 0
     outcome: str | None = None  # once ENDED: RUN_FINISHED's outcome type, or "error"
     error: str | None = None
+    code: str | None = None  # the code of the RUN_ERROR of the recorder's that ended it
+    size: int = 0  # bytes of event data
     check: StreamCheck = field(default_factory=StreamCheck)
     problems: list[dict[str, Any]] = field(default_factory=list)
 
     def observe(self, data: bytes, summary: Summary) -> NewEvent:
         """The frame ``data`` (the next of this run) as an event to record; a terminal event
         ends the run, a lifecycle violation is noted, text goes to ``summary``."""
+        self.size += len(data)
         obj = decode(data)
         violation = self.check.feed(obj if obj is not None else data)
         if violation is not None:
@@ -110,6 +113,8 @@ class Segment:
             return None
         data = recorder_error(message, code)
         self.phase, self.outcome, self.error = SegmentPhase.ENDED, "error", message
+        self.code = code
+        self.size += len(data)
         seq = self.next_seq
         self.next_seq += 1
         return NewEvent(data, "RUN_ERROR", RECORDER), encode_frame(data, seq)

@@ -90,6 +90,7 @@ async def test_every_answer_follows_its_declared_schema(served: Any) -> None:
     empty = {"threadId": "e1", "runId": "e1-r1", "messages": []}
     gets: list[tuple[str, str, dict[str, Any]]] = [
         ("/healthz", "/healthz", {}),
+        ("/metrics", "/metrics", {}),
         ("/agents", "/agents", {}),
         ("/threads", "/threads", {"limit": 1}),
         ("/threads", "/threads", {"status": "weird"}),

@@ -18,6 +18,9 @@ def register(commands: Commands) -> None:
     p.add_argument("--demo-agent", action="store_true", help="mount the demo agent as 'demo'")
     p.add_argument("--durability", choices=["commit", "buffered"])
     p.add_argument("--api-token", help="protect the API (env RECORDER_API_TOKEN)")
+    p.add_argument("--log-level", choices=["debug", "info", "warning", "error"])
+    p.add_argument("--log-format", choices=["text", "json"], help="log lines on stderr")
+    p.add_argument("--access-log", action="store_true", help="log every request")
 
     p = commands.add(
         "demo", demo, "record a few runs of the built-in demo agent and show them", db=True
@@ -36,6 +39,9 @@ async def serve(context: Context) -> int:
         demo_agent=args.demo_agent or None,
         durability=args.durability,
         api_token=args.api_token,
+        log_level=args.log_level,
+        log_format=args.log_format,
+        access_log=args.access_log or None,
     )
     await serve_forever(settings)
     return 0

@@ -1,0 +1,58 @@
+"""The agent leg: how a run's request reaches its agent, and the answer a recording reads.
+
+A recording reads an ``Answer``: a status and headers, then the body as it arrives. Two
+legs give one: ``HttpLeg``, a POST over the network to the agent's URL (``upstream.py``),
+and ``AppLeg`` (``inprocess.py``), an ASGI app of the same process called directly. The
+recording, its guarantees and its faults are the same either way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Protocol
+
+from recorder.config import Settings
+from recorder.proxy.request import forwarded_headers
+from recorder.proxy.upstream import Response, UpstreamClient
+
+
+class Answer(Protocol):
+    """The agent's answer. Every failure is an ``UpstreamError``."""
+
+    @property
+    def status(self) -> int: ...
+    @property
+    def headers(self) -> Mapping[str, str]:
+        """Lower-case names."""
+        ...
+
+    async def readany(self) -> bytes:
+        """The next bytes of the body (b"" at its end); ``UpstreamTimeout`` after the idle
+        timeout without any."""
+        ...
+
+    async def read_within(self, seconds: float) -> bytes | None:
+        """Like ``readany``, but None when nothing came within ``seconds``."""
+        ...
+
+    def close(self) -> None:
+        """Done with the answer (read whole or not)."""
+        ...
+
+
+class AgentLeg(Protocol):
+    async def post(self, body: bytes, headers: Mapping[str, str]) -> Answer:
+        """Send the run's input; returns once the answer's head arrived."""
+        ...
+
+
+class HttpLeg:
+    """An agent at a URL; only the headers the settings allow are forwarded."""
+
+    def __init__(self, client: UpstreamClient, url: str, settings: Settings) -> None:
+        self.client = client
+        self.url = url
+        self._settings = settings
+
+    async def post(self, body: bytes, headers: Mapping[str, str]) -> Response:
+        return await self.client.post(self.url, body, forwarded_headers(headers, self._settings))
