@@ -49,7 +49,8 @@ async def browser() -> AsyncIterator[Browser]:
         async_playwright is not None and Path(CHROMIUM).is_file(),
         "Chromium (/usr/bin/chromium) and the playwright package",
     )
-    expect.set_options(timeout=15_000)
+    # Generous: the suite runs the browser beside other tests on 2 cores.
+    expect.set_options(timeout=30_000)
     async with async_playwright() as pw:
         launched = await pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
@@ -61,6 +62,7 @@ async def browser() -> AsyncIterator[Browser]:
 @pytest.fixture
 async def page(browser: Browser) -> AsyncIterator[Page]:
     context = await browser.new_context(viewport={"width": 1280, "height": 800})
+    context.set_default_timeout(30_000)
     opened = await context.new_page()
     errors: list[str] = []
     opened.on("pageerror", lambda exc: errors.append(str(exc)))

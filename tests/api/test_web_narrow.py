@@ -58,6 +58,7 @@ BOXES = """() => Object.fromEntries(
 @pytest.fixture
 async def phone(browser: Browser) -> AsyncIterator[Page]:  # noqa: F811
     context = await browser.new_context(viewport=PHONE, device_scale_factor=2, is_mobile=True)
+    context.set_default_timeout(30_000)
     opened = await context.new_page()
     errors: list[str] = []
     opened.on("pageerror", lambda exc: errors.append(str(exc)))
