@@ -118,6 +118,16 @@ class Settings(BaseSettings):
     # What the client sees when the database fails mid-run: "error" ends its stream with a
     # RUN_ERROR; "continue" keeps streaming unrecorded frames (the run is flagged).
     on_store_failure: Literal["error", "continue"] = "error"
+    # Ride through database outages: writes the database cannot take within
+    # ``store_deadline`` seconds go to a local journal (fsynced), drained once it is back.
+    # Past ``journal_max_bytes`` or ``journal_max_outage`` seconds, ``on_store_failure``
+    # applies to new frames. ``journal_dir``: default beside the SQLite file, else a
+    # per-user state directory.
+    journal: bool = True
+    journal_dir: str | None = None
+    store_deadline: float = Field(default=2.0, gt=0)
+    journal_max_bytes: int = Field(default=1 << 30, gt=0)
+    journal_max_outage: float = Field(default=3600.0, gt=0)
     keep_reading_on_disconnect: bool = True
     idle_timeout: float = 60.0
     connect_timeout: float = 10.0

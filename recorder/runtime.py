@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 from recorder.config import Settings
 from recorder.errors import ConfigError
+from recorder.proxy.journaled import JournaledStore, open_journaled
 from recorder.proxy.proxy import Proxy, new_owner
 from recorder.proxy.upstream import UpstreamClient
 from recorder.store import EventStore, open_store
@@ -24,9 +25,17 @@ from recorder.timetravel.history import History
 
 
 class Runtime:
-    def __init__(self, settings: Settings, store: EventStore, client: UpstreamClient) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        store: EventStore,
+        client: UpstreamClient,
+        journal: JournaledStore | None = None,
+    ) -> None:
         self.settings = settings
         self.store = store
+        # The proxy records through the journal (when it is on): it rides through outages.
+        self.journal = journal
         self.client = client
         self.owner = new_owner()
         self.history = History(store, checkpoint_every=settings.checkpoint_every)
@@ -36,7 +45,7 @@ class Runtime:
         if self.traces is not None:
             sinks.append(self.traces)
         self.telemetry = Telemetry(self.metrics, sinks)
-        self.proxy = Proxy(store, settings, client, self.owner, self.telemetry)
+        self.proxy = Proxy(journal or store, settings, client, self.owner, self.telemetry)
         self._tasks: list[asyncio.Task[None]] = []
         self._owns_store = False
         self._stop_metrics: Callable[[], None] | None = None
@@ -46,9 +55,21 @@ class Runtime:
         owns = store is None
         if store is None:
             store = await open_store(settings.db, migrate=True)
+        journal: JournaledStore | None = None
+        gone: set[str] = set()
+        try:
+            if settings.journal:
+                journal, gone = await open_journaled(settings, store)
+        except BaseException:
+            if owns:
+                await store.close()
+            raise
         client = upstream_client(settings)
-        runtime = cls(settings, store, client)
+        runtime = cls(settings, store, client, journal)
         runtime._owns_store = owns
+        for owner in sorted(gone):
+            # Their journals are in the database now; their runs still open will never end.
+            await store.mark_incomplete(owner=owner)
         if runtime.metrics is not None and settings.metrics_address:
             runtime._stop_metrics = runtime.metrics.serve(settings.metrics_address)
         await runtime.reap()
@@ -71,6 +92,8 @@ class Runtime:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         await self.proxy.close()
+        if self.journal is not None:
+            await self.journal.close()
         await self.client.close()
         if self.traces is not None:
             await self.traces.close()

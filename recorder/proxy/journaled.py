@@ -1,0 +1,647 @@
+"""The proxy's writes, riding through database outages on a local journal.
+
+``JournaledStore`` is the store the proxy records through. While the database takes its
+writes, they go straight to it (the journal costs one task per commit and nothing else).
+When a write cannot be committed (the database is unreachable, fails, or takes longer
+than ``store_deadline``), that write and every later one go to the journal instead,
+flushed to disk before the caller goes on: a frame the client sees is durable somewhere,
+and a run is durable before its agent is called. Writes keep their order: once the
+journal holds anything, everything goes there until it has been drained.
+
+The drain runs in the background. It waits for the database to answer, then replays the
+journal in order; once it has caught up with the writers (checked and switched with no
+await in between, so no write slips past), the journal is truncated and writes go to the
+database again. The live runs' clients see none of it.
+
+Replaying is idempotent, so a crash midway (or a write that the database committed after
+its deadline had passed) costs nothing: a journaled batch carries the seq of its first
+event, and a batch the run already holds (``event_count`` past it) is skipped; a run that
+exists already with the same owner was created by an earlier pass; a status already set
+is left alone. A record the database refuses for good (a run id taken by another run
+meanwhile, a run another process closed) is never dropped: it is copied to a
+``rejected-*.log`` file beside the journal, in the journal's format, and counted.
+
+Bounds: past ``journal_max_bytes`` of journal, or ``journal_max_outage`` seconds after the
+outage began, new runs and new events are refused (``StoreUnavailable``), so the proxy's
+``on_store_failure`` applies to them; statuses and summaries are still journaled, so that
+every run it holds can be closed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import logging
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Coroutine, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+from sqlalchemy.engine import make_url
+
+from recorder.config import Settings
+from recorder.errors import (
+    Conflict,
+    NotFound,
+    NotMigrated,
+    StoreError,
+    StoreUnavailable,
+)
+from recorder.proxy.journal import (
+    MAGIC,
+    JournalFile,
+    Record,
+    encode,
+    orphans,
+    read,
+    recover,
+    release,
+)
+from recorder.store import Appended, EventStore, NewEvent, NewRun, Page, Run, Thread, ThreadFilter
+from recorder.store.model import INCOMPLETE, RUNNING, TERMINAL
+from recorder.wire.events import RecordedEvent
+
+T = TypeVar("T")
+LOG = logging.getLogger("recorder.journal")
+_GROUP = 5000  # events per drained commit
+_RETRY = (0.2, 0.5, 1.0, 2.0)  # seconds between attempts to reach the database
+
+
+class _Fallback(Exception):
+    """The database did not take the write: journal it."""
+
+
+def falls_back(exc: BaseException) -> bool:
+    """Whether a store error means "the database cannot take writes now" (journal them) rather
+    than "this write is wrong" (tell the caller)."""
+    if isinstance(exc, NotMigrated):
+        return False
+    return isinstance(exc, StoreUnavailable) or type(exc) is StoreError
+
+
+class JournaledStore:
+    """An ``EventStore`` whose writes fall back on a journal; reads go to the database."""
+
+    def __init__(
+        self,
+        store: EventStore,
+        journal: JournalFile,
+        *,
+        deadline: float,
+        max_bytes: int,
+        max_outage: float,
+    ) -> None:
+        self.url = store.url
+        self.store = store
+        self.journal = journal
+        self._deadline = deadline
+        self._max_bytes = max_bytes
+        self._max_outage = max_outage
+        self._survives = store.append_survives_cancel
+        self._next: dict[str, int] = {}  # each live run's next seq, known to this process
+        self._abandoned: set[asyncio.Task[Any]] = set()
+        self._drain: asyncio.Task[None] | None = None
+        self.degraded_since: float | None = None
+        self.reason: str | None = None
+        self.rejected = 0
+        self.private = False  # the directory is a temporary one of this process's
+
+    @property
+    def append_survives_cancel(self) -> bool:
+        return self._survives
+
+    @property
+    def degraded(self) -> bool:
+        """The journal holds writes the database has yet to take."""
+        return self.degraded_since is not None
+
+    def health(self) -> dict[str, Any]:
+        """The journal's state, as ``/healthz`` reports it (``JournalHealth``)."""
+        first = self.journal.first_at
+        return {
+            "bytes": self.journal.size,
+            "records": self.journal.records,
+            "ageSeconds": round(time.time() - first, 3) if first is not None else 0.0,
+            "reason": self.reason,
+            "rejected": self.rejected,
+        }
+
+    # -- writes ----------------------------------------------------------------------------
+
+    async def create_run(self, run: NewRun) -> Run:
+        if not self.degraded:
+            try:
+                created = await self._direct(self.store.create_run(run))
+            except _Fallback:
+                pass
+            else:
+                self._next[run.run_id] = 0
+                return created
+        self._within_bounds()
+        when = run.created_at if run.created_at is not None else time.time()
+        meta = {
+            "op": "create",
+            "run_id": run.run_id,
+            "thread_id": run.thread_id,
+            "agent": run.agent,
+            "parent_run_id": run.parent_run_id,
+            "parent_seq": run.parent_seq,
+            "parent_inferred": run.parent_inferred,
+            "origin": run.origin,
+            "owner": run.owner,
+            "created_at": when,
+            "infer_parent": run.infer_parent,
+            "has_input": run.input is not None,
+        }
+        await self._journal([Record(meta, () if run.input is None else (run.input,))])
+        self._next[run.run_id] = 0
+        return _journaled_run(run, when)
+
+    async def append(self, run_id: str, events: Sequence[NewEvent]) -> list[Appended]:
+        return (await self.append_batches([(run_id, events)]))[0]
+
+    async def append_batches(
+        self, batches: Sequence[tuple[str, Sequence[NewEvent]]]
+    ) -> list[list[Appended]]:
+        """As the store's; a journaled event's ``position`` is 0 (it gets one when drained)."""
+        if not self.degraded:
+            try:
+                results = await self._direct(self.store.append_batches(batches))
+            except _Fallback:
+                pass
+            else:
+                for (run_id, _events), appended in zip(batches, results, strict=True):
+                    if appended:
+                        self._next[run_id] = appended[-1].seq + 1
+                return results
+        self._within_bounds()
+        now = time.time()
+        records: list[Record] = []
+        results = []
+        for run_id, events in batches:
+            first = self._next.get(run_id)
+            meta = {
+                "op": "append",
+                "run_id": run_id,
+                "first_seq": first,
+                "events": [
+                    [e.type, e.origin, now if e.recorded_at is None else e.recorded_at]
+                    for e in events
+                ],
+            }
+            records.append(Record(meta, tuple(e.payload for e in events)))
+            start = first or 0
+            results.append([Appended(seq, 0) for seq in range(start, start + len(events))])
+            if first is not None:
+                self._next[run_id] = first + len(events)
+        await self._journal(records)
+        return results
+
+    async def set_status(
+        self,
+        run_id: str,
+        status: str,
+        *,
+        outcome: str | None = None,
+        error: str | None = None,
+        violations: list[dict[str, object]] | None = None,
+        summary: str | None = None,
+    ) -> None:
+        if status in TERMINAL:
+            self._next.pop(run_id, None)
+        if not self.degraded:
+            try:
+                write = self.store.set_status(
+                    run_id,
+                    status,
+                    outcome=outcome,
+                    error=error,
+                    violations=violations,
+                    summary=summary,
+                )
+                return await self._direct(write)
+            except _Fallback:
+                pass
+        meta = {
+            "op": "status",
+            "run_id": run_id,
+            "status": status,
+            "outcome": outcome,
+            "error": error,
+            "violations": violations,
+            "summary": summary,
+        }
+        await self._journal([Record(meta)])
+
+    async def set_summary(self, thread_id: str, summary: str) -> None:
+        if not self.degraded:
+            try:
+                return await self._direct(self.store.set_summary(thread_id, summary))
+            except _Fallback:
+                pass
+        await self._journal([Record({"op": "summary", "thread_id": thread_id, "summary": summary})])
+
+    # -- the database, or else the journal -------------------------------------------------
+
+    async def _direct(self, write: Coroutine[Any, Any, T]) -> T:
+        """``write``, committed by the database within the deadline; else ``_Fallback``.
+
+        The write runs as a task of its own: one past the deadline is left to finish (or
+        fail) on its own, and the drain waits for it before replaying anything.
+        """
+        task = asyncio.ensure_future(write)
+        done, _ = await asyncio.wait((task,), timeout=self._deadline)
+        if not done:
+            self._abandoned.add(task)
+            task.add_done_callback(_forget(self._abandoned))
+            raise _Fallback(f"the database took more than {self._deadline:g} s to commit")
+        try:
+            return task.result()
+        except StoreError as exc:
+            if falls_back(exc):
+                raise _Fallback(str(exc)) from exc
+            raise
+
+    def _within_bounds(self) -> None:
+        held = self.journal.size
+        if held >= self._max_bytes:
+            raise StoreUnavailable(
+                f"the database is unavailable and the journal is full ({held} bytes)"
+            )
+        since = self.degraded_since
+        if since is not None and time.time() - since > self._max_outage:
+            raise StoreUnavailable(
+                f"the database has been unavailable for over {self._max_outage:g} s"
+            )
+
+    async def _journal(self, records: list[Record]) -> None:
+        if self.degraded_since is None:
+            self.degraded_since = time.time()
+            self.reason = "the database is unavailable"
+            LOG.warning("database unavailable: journaling writes to %s", self.journal.path)
+        if self._drain is None or self._drain.done():
+            self._drain = asyncio.create_task(self._drain_when_back(), name="journal-drain")
+        try:
+            await self.journal.append(records)
+        except OSError as exc:
+            raise StoreUnavailable(
+                "the database is unavailable and the journal cannot be written"
+            ) from exc
+
+    # -- the drain -------------------------------------------------------------------------
+
+    async def _drain_when_back(self) -> None:
+        attempt = 0
+        drained = self.journal.start
+        while True:
+            await asyncio.sleep(_RETRY[min(attempt, len(_RETRY) - 1)])
+            attempt += 1
+            await self._settle_abandoned()
+            replay = Replay(self.store, self.journal.path.parent)
+            try:
+                while drained < self.journal.synced:
+                    drained = await replay.run(self.journal.path, drained, self.journal.synced)
+            except StoreError as exc:
+                if not falls_back(exc):
+                    LOG.exception("the journal could not be drained")
+                self.reason = "the database is unavailable"
+                continue
+            finally:
+                self.rejected += replay.rejected
+            self.reason = "the journal is being written to the database"
+            if drained == self.journal.synced and self.journal.idle:
+                # No await since the check: no write can land between it and the switch.
+                self.journal.truncate()
+                drained = self.journal.start
+                self.degraded_since = self.reason = None
+                LOG.warning("database back: the journal was drained")
+                return
+            attempt = 0
+
+    async def _settle_abandoned(self) -> None:
+        """Let writes left past their deadline end, so none commits behind the drain."""
+        pending = list(self._abandoned)
+        if not pending:
+            return
+        if not self._survives:
+            for task in pending:
+                task.cancel()  # a cancelled PostgreSQL write rolls back
+        await asyncio.wait(pending)
+
+    async def close(self) -> None:
+        if self._drain is not None:
+            self._drain.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._drain
+        with contextlib.suppress(Exception):
+            await self._settle_abandoned()
+        self.journal.close(remove=not self.degraded)
+        if self.private:
+            shutil.rmtree(self.journal.path.parent, ignore_errors=True)
+
+    # -- everything else is the database's -------------------------------------------------
+
+    async def migrate(self) -> None:
+        await self.store.migrate()
+
+    async def heartbeat(self, run_ids: Sequence[str], owner: str) -> None:
+        await self.store.heartbeat(run_ids, owner)
+
+    async def mark_incomplete(
+        self,
+        *,
+        owner: str | None = None,
+        stale_before: float | None = None,
+        exclude_owner: str | None = None,
+    ) -> list[str]:
+        return await self.store.mark_incomplete(
+            owner=owner, stale_before=stale_before, exclude_owner=exclude_owner
+        )
+
+    async def get_run(self, run_id: str) -> Run:
+        return await self.store.get_run(run_id)
+
+    async def read_events(
+        self, run_id: str, *, gt: int = -1, lte: int | None = None, limit: int | None = None
+    ) -> list[RecordedEvent]:
+        return await self.store.read_events(run_id, gt=gt, lte=lte, limit=limit)
+
+    async def read_after(
+        self, position: int, *, limit: int | None = None, thread_id: str | None = None
+    ) -> list[RecordedEvent]:
+        return await self.store.read_after(position, limit=limit, thread_id=thread_id)
+
+    async def max_position(self) -> int:
+        return await self.store.max_position()
+
+    async def list_runs(self, thread_id: str, *, inputs: bool = False) -> list[Run]:
+        return await self.store.list_runs(thread_id, inputs=inputs)
+
+    async def get_thread(self, thread_id: str) -> Thread:
+        return await self.store.get_thread(thread_id)
+
+    async def list_forks(self, thread_id: str) -> list[Thread]:
+        return await self.store.list_forks(thread_id)
+
+    async def list_threads(
+        self, filters: ThreadFilter | None = None, *, limit: int = 50, cursor: str | None = None
+    ) -> Page:
+        return await self.store.list_threads(filters, limit=limit, cursor=cursor)
+
+    async def lineage(self, run_id: str) -> list[Run]:
+        return await self.store.lineage(run_id)
+
+    async def save_checkpoint(self, run_id: str, seq: int, data: bytes) -> None:
+        await self.store.save_checkpoint(run_id, seq, data)
+
+    async def nearest_checkpoint(self, run_id: str, seq: int) -> tuple[int, bytes] | None:
+        return await self.store.nearest_checkpoint(run_id, seq)
+
+    async def wait(self, timeout: float) -> None:
+        await self.store.wait(timeout)
+
+
+class Replay:
+    """One pass of journal records into the database, skipping what it holds already."""
+
+    def __init__(self, store: EventStore, directory: Path) -> None:
+        self._store = store
+        self._directory = directory
+        # Appends of one pass are checked against these and committed in groups: the
+        # database's counts are read once per run, then followed.
+        self._counts: dict[str, int] = {}  # event_count of each run met, as of this pass
+        self._refused: set[str] = set()  # runs whose creation the database refused
+        self._closed: set[str] = set()  # runs met closed
+        self.rejected = 0
+        self.owners: set[str] = set()
+
+    async def run(self, path: Path, start: int, stop: int) -> int:
+        """Replay the records between offsets ``start`` and ``stop``; where it got to (a
+        commit of appends covers several records)."""
+        group: list[tuple[str, int | None, list[NewEvent], Record]] = []
+        size = 0
+        for _end, record in read(path, start, stop):
+            meta = record.meta
+            if meta["op"] == "append":
+                events = [
+                    NewEvent(payload, kind, origin, when)
+                    for payload, (kind, origin, when) in zip(
+                        record.blobs, meta["events"], strict=True
+                    )
+                ]
+                group.append((meta["run_id"], meta["first_seq"], events, record))
+                size += len(events)
+                if size < _GROUP:
+                    continue
+            await self._appends(group)
+            group, size = [], 0
+            if meta["op"] != "append":
+                await self._one(record)
+        await self._appends(group)
+        return stop
+
+    async def _appends(self, group: list[tuple[str, int | None, list[NewEvent], Record]]) -> None:
+        todo: list[tuple[str, list[NewEvent]]] = []
+        for run_id, first, events, record in group:
+            if run_id in self._refused:
+                self._reject(record)
+                continue
+            count = await self._count(run_id)
+            if count is None:
+                self._reject(record)  # the run is not in the database
+                continue
+            if first is not None and count >= first + len(events):
+                continue  # committed by an earlier pass, or after its deadline
+            if run_id in self._closed or (first is not None and count != first):
+                # Closed by someone else, or a gap: earlier events of the run are missing.
+                self._reject(record)
+                continue
+            todo.append((run_id, events))
+            self._counts[run_id] = count + len(events)
+        if not todo:
+            return
+        try:
+            await self._store.append_batches(todo)
+        except StoreError as exc:
+            self._counts.clear()
+            if falls_back(exc) or len(todo) == 1:
+                raise
+            for run_id, events in todo:  # one run's refusal must not stop its neighbours
+                await self._store.append_batches([(run_id, events)])
+
+    async def _count(self, run_id: str) -> int | None:
+        if run_id not in self._counts:
+            try:
+                run = await self._store.get_run(run_id)
+            except NotFound:
+                return None
+            if run.owner is not None:
+                self.owners.add(run.owner)
+            if run.status == INCOMPLETE:
+                # Closed by a reaper while its writes were held here: the journal has the
+                # rest of it, so it is reopened, and closed again by its own records.
+                await self._store.set_status(run_id, RUNNING)
+            elif run.status != RUNNING:
+                self._closed.add(run_id)
+            self._counts[run_id] = run.event_count
+        return self._counts[run_id]
+
+    async def _one(self, record: Record) -> None:
+        meta = record.meta
+        op = meta["op"]
+        if op == "create":
+            await self._create(record)
+        elif op == "status":
+            if meta["run_id"] in self._refused:
+                return self._reject(record)
+            try:
+                current = await self._store.get_run(meta["run_id"])
+                if current.status == meta["status"] and current.status != RUNNING:
+                    return None
+                await self._store.set_status(
+                    meta["run_id"],
+                    meta["status"],
+                    outcome=meta["outcome"],
+                    error=meta["error"],
+                    violations=meta["violations"],
+                    summary=meta["summary"],
+                )
+            except NotFound:
+                self._reject(record)
+        elif op == "summary":
+            try:
+                await self._store.set_summary(meta["thread_id"], meta["summary"])
+            except NotFound:
+                self._reject(record)
+        return None
+
+    async def _create(self, record: Record) -> None:
+        meta = record.meta
+        run = NewRun(
+            run_id=meta["run_id"],
+            thread_id=meta["thread_id"],
+            agent=meta["agent"],
+            input=record.blobs[0] if meta["has_input"] else None,
+            parent_run_id=meta["parent_run_id"],
+            parent_seq=meta["parent_seq"],
+            parent_inferred=meta["parent_inferred"],
+            origin=meta["origin"],
+            owner=meta["owner"],
+            created_at=meta["created_at"],
+            infer_parent=meta["infer_parent"],
+        )
+        if run.owner is not None:
+            self.owners.add(run.owner)
+        try:
+            await self._store.create_run(run)
+            self._counts[run.run_id] = 0
+        except Conflict:
+            existing = await self._store.get_run(run.run_id)
+            if existing.owner != run.owner or existing.created_at != run.created_at:
+                self._refused.add(run.run_id)  # the id was taken by another run meanwhile
+                self._reject(record)
+
+    def _reject(self, record: Record) -> None:
+        self.rejected += 1
+        path = self._directory / "rejected.log"
+        LOG.error("journal record refused by the database, kept in %s: %s", path, record.meta)
+        with path.open("ab") as file:
+            file.write(encode(record))
+
+
+def _forget(tasks: set[asyncio.Task[Any]]) -> Callable[[asyncio.Task[Any]], None]:
+    def done(task: asyncio.Task[Any]) -> None:
+        tasks.discard(task)
+        if not task.cancelled():
+            task.exception()  # retrieved: an abandoned write's failure is expected
+
+    return done
+
+
+def _journaled_run(run: NewRun, when: float) -> Run:
+    return Run(
+        run_id=run.run_id,
+        thread_id=run.thread_id,
+        agent=run.agent,
+        status=RUNNING,
+        input=run.input,
+        parent_run_id=run.parent_run_id,
+        parent_seq=run.parent_seq,
+        parent_inferred=run.parent_inferred,
+        origin=run.origin,
+        outcome=None,
+        error=None,
+        violations=[],
+        event_count=0,
+        created_at=when,
+        finished_at=None,
+        heartbeat_at=when,
+        owner=run.owner,
+    )
+
+
+async def adopt(store: EventStore, directory: Path) -> set[str]:
+    """Replay the journals left in ``directory`` by processes that are gone, then remove them;
+    the owners of the runs they held (so that their runs still ``running`` can be closed).
+
+    Raises ``JournalCorrupt`` for a damaged file (moved aside, kept), and the store's
+    errors when the database fails meanwhile (the file stays for the next start).
+    """
+    owners: set[str] = set()
+    for path, fd in orphans(directory):
+        end = recover(path, fd)
+        replay = Replay(store, directory)
+        try:
+            if end > len(MAGIC):
+                await replay.run(path, len(MAGIC), end)
+        except BaseException:
+            os.close(fd)
+            raise
+        owners |= replay.owners
+        if replay.rejected:
+            LOG.error("%d journal records were refused; kept in %s", replay.rejected, directory)
+        release(path, fd)
+    return owners
+
+
+def journal_directory(settings_dir: str | None, url: str) -> tuple[Path, bool]:
+    """Where the journal of the database at ``url`` lives, and whether that directory is a
+    private temporary one (an in-memory database: nothing to recover after the process).
+
+    ``settings_dir`` when given; else beside a SQLite file (``NAME.journal``); else a
+    per-user state directory, one folder per database.
+    """
+    if settings_dir:
+        return Path(settings_dir).expanduser(), False
+    parsed = make_url(url)
+    if parsed.drivername.startswith("sqlite"):
+        database = parsed.database or ""
+        if not database or database == ":memory:" or parsed.query.get("uri"):
+            return Path(tempfile.mkdtemp(prefix="recorder-journal-")), True
+        path = Path(database).expanduser().absolute()
+        return path.with_name(path.name + ".journal"), False
+    state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    identity = parsed.render_as_string(hide_password=True)
+    digest = hashlib.sha256(identity.encode()).hexdigest()[:16]
+    return Path(state) / "agui-recorder" / f"journal-{digest}", False
+
+
+async def open_journaled(settings: Settings, store: EventStore) -> tuple[JournaledStore, set[str]]:
+    """The journaled store for ``store``: the journals of processes that are gone replayed
+    first (the database must answer), then a journal of this process's own. Also returns
+    the owners of the runs those journals held."""
+    directory, private = journal_directory(settings.journal_dir, store.url)
+    owners = await adopt(store, directory)
+    journaled = JournaledStore(
+        store,
+        JournalFile.create(directory),
+        deadline=settings.store_deadline,
+        max_bytes=settings.journal_max_bytes,
+        max_outage=settings.journal_max_outage,
+    )
+    journaled.private = private
+    return journaled, owners
