@@ -28,8 +28,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fcntl
+import hashlib
 import os
 import struct
+import tempfile
 import time
 import uuid
 import zlib
@@ -39,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+from sqlalchemy.engine import make_url
 
 from recorder.errors import JournalCorrupt
 
@@ -273,3 +276,25 @@ def release(path: Path, fd: int) -> None:
     with contextlib.suppress(OSError):
         path.unlink()
     os.close(fd)
+
+
+def journal_directory(settings_dir: str | None, url: str) -> tuple[Path, bool]:
+    """Where the journal of the database at ``url`` lives, and whether that directory is a
+    private temporary one (an in-memory database: nothing to recover after the process).
+
+    ``settings_dir`` when given; else beside a SQLite file (``NAME.journal``); else a
+    per-user state directory, one folder per database.
+    """
+    if settings_dir:
+        return Path(settings_dir).expanduser(), False
+    parsed = make_url(url)
+    if parsed.drivername.startswith("sqlite"):
+        database = parsed.database or ""
+        if not database or database == ":memory:" or parsed.query.get("uri"):
+            return Path(tempfile.mkdtemp(prefix="recorder-journal-")), True
+        path = Path(database).expanduser().absolute()
+        return path.with_name(path.name + ".journal"), False
+    state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    identity = parsed.render_as_string(hide_password=True)
+    digest = hashlib.sha256(identity.encode()).hexdigest()[:16]
+    return Path(state) / "agui-recorder" / f"journal-{digest}", False
