@@ -18,7 +18,14 @@ import logging
 import os
 from pathlib import Path
 
-from recorder.errors import Conflict, NotFound, NotMigrated, StoreError, StoreUnavailable
+from recorder.errors import (
+    Conflict,
+    NotFound,
+    NotMigrated,
+    RecorderError,
+    StoreError,
+    StoreUnavailable,
+)
 from recorder.proxy.journal import MAGIC, Record, encode, orphans, read, recover, release
 from recorder.store import EventStore, NewEvent, NewRun
 from recorder.store.model import INCOMPLETE, RUNNING
@@ -46,6 +53,7 @@ class Replay:
         self._counts: dict[str, int] = {}  # event_count of each run met, as of this pass
         self._refused: set[str] = set()  # runs whose creation the database refused
         self._closed: set[str] = set()  # runs met closed
+        self._incomplete: set[str] = set()  # runs met closed as incomplete
         self.rejected = 0
         self.owners: set[str] = set()
 
@@ -70,12 +78,17 @@ class Replay:
             await self._appends(group)
             group, size = [], 0
             if meta["op"] != "append":
-                await self._one(record)
+                try:
+                    await self._one(record)
+                except RecorderError as exc:
+                    if falls_back(exc):
+                        raise
+                    self._reject(record)  # refused for good: kept aside
         await self._appends(group)
         return stop
 
     async def _appends(self, group: list[tuple[str, int | None, list[NewEvent], Record]]) -> None:
-        todo: list[tuple[str, list[NewEvent]]] = []
+        todo: list[tuple[str, list[NewEvent], Record]] = []
         for run_id, first, events, record in group:
             if run_id in self._refused:
                 self._reject(record)
@@ -90,18 +103,28 @@ class Replay:
                 # Closed by someone else, or a gap: earlier events of the run are missing.
                 self._reject(record)
                 continue
-            todo.append((run_id, events))
+            if run_id in self._incomplete:
+                # Closed by a reaper while its writes were held in the journal, which has
+                # the rest of it: reopened, it is closed again by its own records.
+                await self._store.set_status(run_id, RUNNING)
+                self._incomplete.discard(run_id)
+            todo.append((run_id, events, record))
             self._counts[run_id] = count + len(events)
         if not todo:
             return
         try:
-            await self._store.append_batches(todo)
+            await self._store.append_batches([(run_id, events) for run_id, events, _ in todo])
         except StoreError as exc:
             self._counts.clear()
-            if falls_back(exc) or len(todo) == 1:
+            if falls_back(exc):
                 raise
-            for run_id, events in todo:  # one run's refusal must not stop its neighbours
-                await self._store.append_batches([(run_id, events)])
+            for run_id, events, record in todo:  # one run's refusal must not stop the rest
+                try:
+                    await self._store.append_batches([(run_id, events)])
+                except StoreError as one:
+                    if falls_back(one):
+                        raise
+                    self._reject(record)
 
     async def _count(self, run_id: str) -> int | None:
         if run_id not in self._counts:
@@ -112,9 +135,7 @@ class Replay:
             if run.owner is not None:
                 self.owners.add(run.owner)
             if run.status == INCOMPLETE:
-                # Closed by a reaper while its writes were held here: the journal has the
-                # rest of it, so it is reopened, and closed again by its own records.
-                await self._store.set_status(run_id, RUNNING)
+                self._incomplete.add(run_id)
             elif run.status != RUNNING:
                 self._closed.add(run_id)
             self._counts[run_id] = run.event_count
