@@ -8,12 +8,17 @@ import asyncio
 import contextlib
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
+import pytest
 
+from recorder.api import create_app
+from recorder.config import AgentConfig, Settings
 from recorder.store import open_store
+from tests.proxy.down import Switchable
 from tests.proxy.outage import (
     assert_clean,
     assert_recorded,
@@ -22,7 +27,7 @@ from tests.proxy.outage import (
     gather_streams,
     stream,
 )
-from tests.servers import demo_upstream, recorder_at
+from tests.servers import demo_upstream, recorder_at, serving
 
 _LOCKER = """
 import sqlite3, sys, time
@@ -93,3 +98,139 @@ def _tmpfs(where: Path, size: str) -> Iterator[bool]:
     finally:
         if done.returncode == 0:
             subprocess.run(["umount", "-l", str(where)], check=False)
+
+
+def _fill(disk: Path) -> Path:
+    """Take every free byte of the filesystem at ``disk``; the file that holds them."""
+    filler = disk / "filler"
+    block = b"\0" * 65536
+    with filler.open("wb") as file:
+        try:
+            while True:
+                file.write(block)
+                file.flush()
+        except OSError:
+            pass
+    return filler
+
+
+@contextlib.asynccontextmanager
+async def _full_disk_recorder(
+    tmp_path: Path, agent: str
+) -> AsyncIterator[tuple[str, str, Any, Any]]:
+    """A recorder whose database's filesystem can be filled and freed: a small tmpfs when
+    this machine lets us mount one, else a store whose writes fail as a full disk makes
+    them fail (at the store boundary). Yields its base URL, its database URL, fill, free."""
+    journal = str(tmp_path / "journal")
+    with _tmpfs(tmp_path / "disk", "16m") as mounted:
+        if mounted:
+            url = f"sqlite+aiosqlite:///{tmp_path / 'disk' / 'recorder.db'}"
+            filler: list[Path] = []
+            async with recorder_at(url, {"demo": agent}, journal_dir=journal) as base:
+                yield (
+                    base,
+                    url,
+                    lambda: filler.append(_fill(tmp_path / "disk")),
+                    lambda: filler.pop().unlink(),
+                )
+            return
+        url = f"sqlite+aiosqlite:///{tmp_path / 'recorder.db'}"
+        store = Switchable(await open_store(url, migrate=True))
+        settings = Settings(db=url, agents={"demo": agent}, journal_dir=journal)
+        try:
+            async with serving(create_app(settings, store=store)) as base:  # type: ignore[arg-type]
+                yield (
+                    base,
+                    url,
+                    lambda: setattr(store, "down", True),
+                    lambda: setattr(store, "down", False),
+                )
+        finally:
+            await store.store.close()
+
+
+async def test_disk_full_on_the_database_filesystem(tmp_path: Path) -> None:
+    async with (
+        demo_upstream() as agent,
+        _full_disk_recorder(tmp_path, agent) as (
+            base,
+            url,
+            fill,
+            free,
+        ),
+        httpx.AsyncClient(timeout=60, trust_env=False) as client,
+    ):
+        proxy = f"{base}/agents/demo"
+        streams = [
+            asyncio.create_task(stream(client, proxy, f"t{i}", f"r{i}", extra=200, delay=0.03))
+            for i in range(4)
+        ]
+        await asyncio.sleep(0.5)
+        fill()
+        await degraded(client, base)
+        during = await stream(client, proxy, "t-new", "during", extra=20)
+        await asyncio.sleep(1)
+        free()
+        seen = await gather_streams(*streams)
+        await drained(client, base)
+        store = await open_store(url)
+        try:
+            for one in [*seen, during]:
+                assert_clean(one)
+                await assert_recorded(store, one)
+        finally:
+            await store.close()
+
+
+@pytest.mark.parametrize("bound, policy", [("bytes", "error"), ("outage", "continue")])
+async def test_past_the_bounds_on_store_failure_applies(
+    tmp_path: Path, bound: str, policy: str
+) -> None:
+    """Past the journal's size or the outage's length, new frames get ``on_store_failure``;
+    what the journal holds is kept and lands."""
+    url = f"sqlite+aiosqlite:///{tmp_path / 'recorder.db'}"
+    store = Switchable(await open_store(url, migrate=True))
+    limits = {"journal_max_bytes": 4000} if bound == "bytes" else {"journal_max_outage": 1.0}
+    settings = Settings(
+        db=url,
+        agents={},
+        journal_dir=str(tmp_path / "journal"),
+        on_store_failure=policy,
+        **limits,
+    )
+    try:
+        async with (
+            demo_upstream() as agent,
+            serving(
+                create_app(
+                    settings.model_copy(update={"agents": {"demo": AgentConfig(url=agent)}}),
+                    store=store,
+                )  # type: ignore[arg-type]
+            ) as base,
+            httpx.AsyncClient(timeout=60, trust_env=False) as client,
+        ):
+            task = asyncio.create_task(
+                stream(client, f"{base}/agents/demo", "t", "r", extra=150, delay=0.02)
+            )
+            await asyncio.sleep(0.3)
+            store.down = True
+            seen = await task
+            store.down = False
+            await drained(client, base)
+    finally:
+        events = await store.store.read_events("r")
+        run = await store.store.get_run("r")
+        await store.store.close()
+    assert seen.error is None and seen.status == 200
+    recorded = [(e.seq, e.payload) for e in events]
+    assert run.status == "error" and run.error is not None and "store failure" in run.error
+    if policy == "error":
+        # The client's stream ended with the recorder's store_failure RUN_ERROR, the one
+        # frame not in the log; every frame before it is.
+        assert b"store_failure" in seen.frames[-1][1]
+        assert recorded == seen.frames[:-1]
+    else:
+        # The client got the whole run; the log holds what came before the bound.
+        assert b"RUN_FINISHED" in seen.frames[-1][1]
+        assert recorded == seen.frames[: len(recorded)] and len(recorded) < len(seen.frames)
+    assert len(recorded) > 5  # frames were journaled before the bound
