@@ -15,6 +15,7 @@ class JournalHealth(Model):
 
     bytes: int = Field(description="bytes of records held")
     records: int = Field(description="records written since the outage began")
+    commits: int = Field(description="journal flushes (write + fsync) since the process began")
     age_seconds: float = Field(description="how long ago its oldest record was written")
     reason: str | None = Field(description="why it holds them")
     rejected: int = Field(description="records the database refused for good (kept aside)")

@@ -148,6 +148,7 @@ class JournalFile:
         self._fd = fd
         self.synced = os.fstat(fd).st_size  # bytes on disk: every record below is durable
         self.records = 0
+        self.commits = 0  # flushes (one write and one fsync each) since the process began
         self.first_at: float | None = None  # when the oldest record held was written
         self._pending: list[tuple[bytes, asyncio.Future[None]]] = []
         self._flushing: asyncio.Task[None] | None = None
@@ -203,6 +204,7 @@ class JournalFile:
                         done.set_exception(exc)
                 continue
             self.synced += len(data)
+            self.commits += 1
             for _, done in group:
                 if not done.done():
                     done.set_result(None)

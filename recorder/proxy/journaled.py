@@ -96,6 +96,7 @@ class JournaledStore:
         return {
             "bytes": self.journal.size,
             "records": self.journal.records,
+            "commits": self.journal.commits,
             "ageSeconds": round(time.time() - first, 3) if first is not None else 0.0,
             "reason": self.reason,
             "rejected": self.rejected,
@@ -221,16 +222,24 @@ class JournaledStore:
     async def _direct(self, write: Coroutine[Any, Any, T]) -> T:
         """``write``, committed by the database within the deadline; else ``_Fallback``.
 
-        The write runs as a task of its own: one past the deadline is left to finish (or
-        fail) on its own, and the drain waits for it before replaying anything.
+        Its first step runs right here: a write that completes without waiting (SQLite's
+        small commits, on the event loop) costs nothing more than it did. One that has to
+        wait goes on as a task of its own, so that the deadline can release the caller;
+        one past the deadline is left to finish (or fail) on its own, and the drain waits
+        for it before replaying anything.
         """
-        task = asyncio.ensure_future(write)
-        done, _ = await asyncio.wait((task,), timeout=self._deadline)
-        if not done:
-            self._abandoned.add(task)
-            task.add_done_callback(_forget(self._abandoned))
-            raise _Fallback(f"the database took more than {self._deadline:g} s to commit")
         try:
+            try:
+                waiting_on = write.send(None)
+            except StopIteration as done:
+                value: T = done.value
+                return value
+            task: asyncio.Task[T] = asyncio.ensure_future(_go_on(write, waiting_on))
+            finished, _ = await asyncio.wait((task,), timeout=self._deadline)
+            if not finished:
+                self._abandoned.add(task)
+                task.add_done_callback(_forget(self._abandoned))
+                raise _Fallback(f"the database took more than {self._deadline:g} s to commit")
             return task.result()
         except StoreError as exc:
             if falls_back(exc):
@@ -271,10 +280,13 @@ class JournaledStore:
         while True:
             await asyncio.sleep(_RETRY[min(attempt, len(_RETRY) - 1)])
             attempt += 1
-            await self._settle_abandoned()
             replay = Replay(self.store, self.journal.path.parent)
             try:
                 while drained < self.journal.synced:
+                    # A write abandoned at its deadline is in ``_abandoned`` before its
+                    # record is in the journal: once they have all ended, none of the
+                    # records up to here can be committed twice.
+                    await self._settle_abandoned()
                     drained = await replay.run(self.journal.path, drained, self.journal.synced)
             except StoreError as exc:
                 if not falls_back(exc):
@@ -374,6 +386,28 @@ class JournaledStore:
 
     async def wait(self, timeout: float) -> None:
         await self.store.wait(timeout)
+
+
+async def _go_on(write: Coroutine[Any, Any, T], waiting_on: Any) -> T:
+    """Run ``write`` on from where its first step stopped, waiting on ``waiting_on``.
+
+    This is what a task does with a coroutine's steps: wait for the future it yielded (a
+    bare ``yield``, None, is one turn of the loop), then resume it; the coroutine reads the
+    future's outcome (a result, an error, a cancellation) itself when resumed.
+    """
+    while True:
+        if waiting_on is None:
+            await asyncio.sleep(0)
+        else:
+            # Taken over from the step that yielded it, as a task's step does.
+            waiting_on._asyncio_future_blocking = False
+            with contextlib.suppress(BaseException):
+                await waiting_on
+        try:
+            waiting_on = write.send(None)
+        except StopIteration as done:
+            value: T = done.value
+            return value
 
 
 def _forget(tasks: set[asyncio.Task[Any]]) -> Callable[[asyncio.Task[Any]], None]:

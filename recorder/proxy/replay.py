@@ -59,7 +59,12 @@ class Replay:
 
     async def run(self, path: Path, start: int, stop: int) -> int:
         """Replay the records between offsets ``start`` and ``stop``; where it got to (a
-        commit of appends covers several records)."""
+        commit of appends covers several records).
+
+        The runs' counts are read afresh: writes that began before the outage may have
+        committed since the last call.
+        """
+        self._counts.clear()
         group: list[tuple[str, int | None, list[NewEvent], Record]] = []
         size = 0
         for _end, record in read(path, start, stop):

@@ -64,7 +64,21 @@ async def assert_recorded(store: EventStore, seen: Seen, status: str = "finished
     run = await store.get_run(seen.run_id)
     events = await store.read_events(seen.run_id)
     assert [e.seq for e in events] == list(range(len(events))), seen.run_id
-    assert [(e.seq, e.payload) for e in events][: len(seen.frames)] == seen.frames, seen.run_id
+    recorded = [(e.seq, e.payload) for e in events]
+    differ = next(
+        (
+            i
+            for i, pair in enumerate(zip(recorded, seen.frames, strict=False))
+            if pair[0] != pair[1]
+        ),
+        None,
+    )
+    if differ is not None:
+        at = max(differ - 3, 0)
+        print("RECORDED", [(s, p[-30:]) for s, p in recorded[at : differ + 4]])
+        print("SEEN", [(s, p[-30:]) for s, p in seen.frames[at : differ + 4]])
+    assert differ is None, (seen.run_id, differ, recorded[differ or 0], seen.frames[differ or 0])
+    assert len(recorded) >= len(seen.frames), (seen.run_id, len(recorded), len(seen.frames))
     if status == "finished":
         assert len(events) == len(seen.frames), seen.run_id
     assert run.status == status, (seen.run_id, run.status, run.error)
@@ -82,13 +96,15 @@ async def drained(client: httpx.AsyncClient, base: str, timeout: float = 60) -> 
 
 
 async def degraded(client: httpx.AsyncClient, base: str, timeout: float = 20) -> dict[str, Any]:
-    """Wait until the recorder reports a degraded state; its health answer."""
+    """Wait until the recorder reports a degraded state, its journal holding records; its
+    health answer."""
     answer: dict[str, Any] = {}
 
     async def check() -> bool:
         response = await client.get(f"{base}/healthz")
         answer.update(response.json())
-        return response.status_code == 200 and answer.get("status") == "degraded"
+        held = (answer.get("journal") or {}).get("bytes", 0)
+        return response.status_code == 200 and answer.get("status") == "degraded" and held > 0
 
     await eventually(check, "degraded", timeout)
     return answer
