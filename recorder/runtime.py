@@ -45,6 +45,8 @@ class Runtime:
         if self.traces is not None:
             sinks.append(self.traces)
         self.telemetry = Telemetry(self.metrics, sinks)
+        if journal is not None:
+            journal.observer = self.telemetry
         self.proxy = Proxy(journal or store, settings, client, self.owner, self.telemetry)
         self._tasks: list[asyncio.Task[None]] = []
         self._owns_store = False

@@ -42,6 +42,7 @@ from recorder.proxy.journal import JournalFile, Record, journal_directory
 from recorder.proxy.replay import Replay, adopt, falls_back
 from recorder.store import Appended, EventStore, NewEvent, NewRun, Page, Run, Thread, ThreadFilter
 from recorder.store.model import RUNNING, TERMINAL
+from recorder.telemetry import NO_OBSERVER, Observer
 from recorder.wire.events import RecordedEvent
 
 T = TypeVar("T")
@@ -80,6 +81,7 @@ class JournaledStore:
         self.reason: str | None = None
         self.rejected = 0
         self.private = False  # the directory is a temporary one of this process's
+        self.observer: Observer = NO_OBSERVER  # hears of the journal's size
 
     @property
     def append_survives_cancel(self) -> bool:
@@ -271,6 +273,7 @@ class JournaledStore:
             raise StoreUnavailable(
                 "the database is unavailable and the journal cannot be written"
             ) from exc
+        self.observer.journal_size(self.journal.size)
 
     # -- the drain -------------------------------------------------------------------------
 
@@ -299,6 +302,7 @@ class JournaledStore:
             if drained == self.journal.synced and self.journal.idle:
                 # No await since the check: no write can land between it and the switch.
                 self.journal.truncate()
+                self.observer.journal_size(0)
                 drained = self.journal.start
                 self.degraded_since = self.reason = None
                 LOG.warning("database back: the journal was drained")

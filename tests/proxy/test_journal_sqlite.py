@@ -67,6 +67,11 @@ async def test_sqlite_locked_past_the_deadline(tmp_path: Path) -> None:
         locker = await _lock(path, 4)
         health = await degraded(client, base)
         assert health["journal"]["bytes"] > 0
+        metrics = (await client.get(f"{base}/metrics")).text
+        (held,) = [
+            line for line in metrics.splitlines() if line.startswith("recorder_journal_bytes")
+        ]
+        assert float(held.split()[-1]) > 0
         during = await stream(client, proxy, "t-new", "during", extra=5)
         await locker.wait()
         seen = await gather_streams(*streams)
