@@ -327,8 +327,12 @@ class JournaledStore:
         with contextlib.suppress(Exception):
             await self._settle_abandoned()
         self.journal.close(remove=not self.degraded)
+        directory = self.journal.path.parent
         if self.private:
-            shutil.rmtree(self.journal.path.parent, ignore_errors=True)
+            shutil.rmtree(directory, ignore_errors=True)
+        else:
+            with contextlib.suppress(OSError):
+                directory.rmdir()  # only when empty: nothing is left to replay
 
     # -- everything else is the database's -------------------------------------------------
 
