@@ -11,7 +11,9 @@ and ``journal.records`` over the down recorder's requests).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import os
 import sqlite3
 import statistics
 import time
@@ -21,9 +23,11 @@ from pathlib import Path
 from bench.client import StreamError, new_client, read_stream, run_input, settled
 from bench.context import Context, store_url
 from bench.report import Row, at_least
+from recorder.proxy.journal import JournalFile, Record, encode
 
 PATHS = ("healthy", "off", "down")
 REQUESTS = 3  # throughput requests per path and round
+WRITERS = 50  # concurrent appenders of the journal file row
 
 
 async def servers(ctx: Context) -> dict[str, str]:
@@ -72,10 +76,11 @@ def locked(path: Path) -> Iterator[None]:
 async def run(ctx: Context) -> list[Row]:
     urls = await servers(ctx)
     expected = ctx.plan.proxy_events
-    rate: dict[str, list[float]] = {path: [] for path in PATHS}
-    ttfe: dict[str, list[float]] = {path: [] for path in PATHS}
+    # "base": the healthy recorder measured beside the down one
+    rate: dict[str, list[float]] = {path: [] for path in (*PATHS, "base")}
+    ttfe: dict[str, list[float]] = {path: [] for path in (*PATHS, "base")}
     commits: list[float] = []  # journal commits per second of the down recorder's requests
-    per_commit: list[float] = []  # records per journal commit
+    per_commit: list[float] = []  # events per journal commit
     async with new_client() as client:
 
         async def journal() -> dict[str, float]:
@@ -109,24 +114,30 @@ async def run(ctx: Context) -> list[Row]:
                     await first_event(path)
             if (await journal()).get("bytes", 0) <= 0:
                 raise StreamError("the down recorder's journal holds nothing")
+            # Two pairs, each interleaved within itself and measured apart from the other
+            # (the down recorder's fsyncs must not land inside the on/off comparison).
             for _ in range(ctx.plan.rounds):
-                for path in PATHS:
-                    before, started = await journal(), time.perf_counter()
-                    rate[path].append(
-                        statistics.median([await throughput(path) for _ in range(REQUESTS)])
-                    )
-                    if path == "down":
-                        after, spent = await journal(), time.perf_counter() - started
-                        flushed = after["commits"] - before["commits"]
-                        commits.append(flushed / spent)
-                        per_commit.append((after["records"] - before["records"]) / max(flushed, 1))
-                samples: dict[str, list[float]] = {path: [] for path in PATHS}
-                for _ in range(ctx.plan.ttfe_requests):
-                    for path in PATHS:
-                        samples[path].append(await first_event(path))
-                for path in PATHS:
-                    ttfe[path].append(statistics.median(samples[path]))
-    added = [d - h for d, h in zip(ttfe["down"], ttfe["healthy"], strict=True)]
+                for pair in (("healthy", "off"), ("down", "healthy")):
+                    for path in pair:
+                        before, started = await journal(), time.perf_counter()
+                        rates = [await throughput(path) for _ in range(REQUESTS)]
+                        rate[path if pair[0] != "down" or path == "down" else "base"].append(
+                            statistics.median(rates)
+                        )
+                        if path == "down":
+                            after, spent = await journal(), time.perf_counter() - started
+                            flushed = after["commits"] - before["commits"]
+                            commits.append(flushed / spent)
+                            per_commit.append(REQUESTS * expected / max(flushed, 1))
+                    samples: dict[str, list[float]] = {path: [] for path in pair}
+                    for _ in range(ctx.plan.ttfe_requests):
+                        for path in pair:
+                            samples[path].append(await first_event(path))
+                    for path in pair:
+                        key = path if pair[0] != "down" or path == "down" else "base"
+                        ttfe[key].append(statistics.median(samples[path]))
+        file_rate, single_rate = await journal_file(ctx)
+    added = [d - h for d, h in zip(ttfe["down"], ttfe["base"], strict=True)]
     return [
         Row(
             "journal",
@@ -143,10 +154,10 @@ async def run(ctx: Context) -> list[Row]:
             "proxy throughput, store down (journal) vs healthy",
             "ev/s",
             rate["down"],
-            rate["healthy"],
+            rate["base"],
             note=(
-                f"journal: {statistics.median(commits):,.0f} commits/s (write + fsync), "
-                f"{statistics.median(per_commit):.1f} records per commit"
+                f"its journal: {statistics.median(commits):,.0f} commits/s (write + fsync), "
+                f"{statistics.median(per_commit):,.0f} events per commit"
             ),
         ),
         Row(
@@ -154,13 +165,73 @@ async def run(ctx: Context) -> list[Row]:
             "ttfe, store down (journal) vs healthy",
             "ms",
             ttfe["down"],
-            ttfe["healthy"],
+            ttfe["base"],
             note=(
                 f"median of {ctx.plan.ttfe_requests} requests per round; added by the journal "
                 f"{statistics.median(added):.2f} ms [{min(added):.2f}-{max(added):.2f}]"
             ),
         ),
         Row(
-            "journal", "ttfe, healthy store: journal on vs off", "ms", ttfe["healthy"], ttfe["off"]
+            "journal",
+            "ttfe, healthy store: journal on vs off",
+            "ms",
+            ttfe["healthy"],
+            ttfe["off"],
+            note="added per round: "
+            + ", ".join(f"{a - b:.2f}" for a, b in zip(ttfe["healthy"], ttfe["off"], strict=True))
+            + " ms",
+        ),
+        Row(
+            "journal",
+            f"journal file: {WRITERS} concurrent writers vs one write + fsync at a time",
+            "rec/s",
+            file_rate,
+            single_rate,
+            note="one ~200 B record per append; group commit: one write + fsync per flush",
         ),
     ]
+
+
+async def journal_file(ctx: Context) -> tuple[list[float], list[float]]:
+    """Records/s of the journal file with ``WRITERS`` appenders at once, and of a loop that
+    writes and fsyncs one record at a time (same record, same directory), per round."""
+    directory = ctx.workdir / "journal-file"
+    meta = {"op": "append", "run_id": "r", "first_seq": 0, "events": [["X", "upstream", 0]]}
+    record = Record(meta, (b"x" * 150,))
+    count = ctx.plan.proxy_events // 10
+    ours: list[float] = []
+    base: list[float] = []
+    for _ in range(ctx.plan.rounds):
+        journal = JournalFile.create(directory)
+        remaining = count
+
+        async def writer(journal: JournalFile = journal) -> None:
+            nonlocal remaining
+            while remaining > 0:
+                remaining -= 1
+                await journal.append([record])
+
+        try:
+            started = time.perf_counter()
+            await asyncio.gather(*(writer() for _ in range(WRITERS)))
+            ours.append(count / (time.perf_counter() - started))
+        finally:
+            journal.close(remove=True)
+        single = max(count // 10, 10)
+        spent = await asyncio.to_thread(_one_at_a_time, directory / "single.log", record, single)
+        base.append(single / spent)
+    return ours, base
+
+
+def _one_at_a_time(path: Path, record: Record, count: int) -> float:
+    data = encode(record)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    try:
+        started = time.perf_counter()
+        for _ in range(count):
+            os.write(fd, data)
+            os.fsync(fd)
+        return time.perf_counter() - started
+    finally:
+        os.close(fd)
+        path.unlink()
