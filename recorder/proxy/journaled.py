@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import shutil
 import time
@@ -49,6 +50,7 @@ T = TypeVar("T")
 LOG = logging.getLogger("recorder.journal")
 _GROUP = 5000  # events per drained commit
 _RETRY = (0.2, 0.5, 1.0, 2.0)  # seconds between attempts to reach the database
+_LAST_DRAIN = 30.0  # seconds a closing recorder gives its journal to reach the database
 
 
 class _Fallback(Exception):
@@ -77,6 +79,7 @@ class JournaledStore:
         self._next: dict[str, int] = {}  # each live run's next seq, known to this process
         self._abandoned: set[asyncio.Task[Any]] = set()
         self._drain: asyncio.Task[None] | None = None
+        self._drained = journal.start  # the offset up to which the journal was replayed
         self.degraded_since: float | None = None
         self.reason: str | None = None
         self.rejected = 0
@@ -107,6 +110,8 @@ class JournaledStore:
     # -- writes ----------------------------------------------------------------------------
 
     async def create_run(self, run: NewRun) -> Run:
+        if run.created_at is None:  # one time for the run, whichever way it is written
+            run = dataclasses.replace(run, created_at=time.time())
         if not self.degraded:
             try:
                 created = await self._direct(self.store.create_run(run))
@@ -116,7 +121,7 @@ class JournaledStore:
                 self._next[run.run_id] = 0
                 return created
         self._within_bounds()
-        when = run.created_at if run.created_at is not None else time.time()
+        when = run.created_at or time.time()  # (set above)
         meta = {
             "op": "create",
             "run_id": run.run_id,
@@ -279,35 +284,43 @@ class JournaledStore:
 
     async def _drain_when_back(self) -> None:
         attempt = 0
-        drained = self.journal.start
         while True:
             await asyncio.sleep(_RETRY[min(attempt, len(_RETRY) - 1)])
-            attempt += 1
-            replay = Replay(self.store, self.journal.path.parent)
-            try:
-                while drained < self.journal.synced:
-                    # A write abandoned at its deadline is in ``_abandoned`` before its
-                    # record is in the journal: once they have all ended, none of the
-                    # records up to here can be committed twice.
-                    await self._settle_abandoned()
-                    drained = await replay.run(self.journal.path, drained, self.journal.synced)
-            except StoreError as exc:
-                if not falls_back(exc):
-                    LOG.exception("the journal could not be drained")
-                self.reason = "the database is unavailable"
-                continue
-            finally:
-                self.rejected += replay.rejected
-            self.reason = "the journal is being written to the database"
-            if drained == self.journal.synced and self.journal.idle:
-                # No await since the check: no write can land between it and the switch.
-                self.journal.truncate()
-                self.observer.journal_size(0)
-                drained = self.journal.start
-                self.degraded_since = self.reason = None
-                LOG.warning("database back: the journal was drained")
+            was = self._drained
+            if await self._drain_once():
                 return
-            attempt = 0
+            attempt = 0 if self._drained > was else attempt + 1
+
+    async def _drain_once(self) -> bool:
+        """Replay what the journal holds; True once it is empty and writes go to the
+        database again."""
+        replay = Replay(self.store, self.journal.path.parent)
+        try:
+            while self._drained < self.journal.synced:
+                # A write abandoned at its deadline is in ``_abandoned`` before its record
+                # is in the journal: once they have all ended, none of the records up to
+                # here can be committed twice.
+                await self._settle_abandoned()
+                self._drained = await replay.run(
+                    self.journal.path, self._drained, self.journal.synced
+                )
+        except StoreError as exc:
+            if not falls_back(exc):
+                LOG.exception("the journal could not be drained")
+            self.reason = "the database is unavailable"
+            return False
+        finally:
+            self.rejected += replay.rejected
+        self.reason = "the journal is being written to the database"
+        if self._drained < self.journal.synced or not self.journal.idle:
+            return False
+        # No await since the check: no write can land between it and the switch.
+        self.journal.truncate()
+        self.observer.journal_size(0)
+        self._drained = self.journal.start
+        self.degraded_since = self.reason = None
+        LOG.warning("database back: the journal was drained")
+        return True
 
     async def _settle_abandoned(self) -> None:
         """Let writes left past their deadline end, so none commits behind the drain."""
@@ -320,10 +333,15 @@ class JournaledStore:
         await asyncio.wait(pending)
 
     async def close(self) -> None:
+        """Stop draining; one last attempt first, so that a recorder stopped once its
+        database is back leaves nothing behind (what is left is replayed at the next start)."""
         if self._drain is not None:
             self._drain.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._drain
+        if self.degraded:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._drain_once(), _LAST_DRAIN)
         with contextlib.suppress(Exception):
             await self._settle_abandoned()
         self.journal.close(remove=not self.degraded)

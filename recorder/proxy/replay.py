@@ -197,7 +197,9 @@ class Replay:
             self._counts[run.run_id] = 0
         except Conflict:
             existing = await self._store.get_run(run.run_id)
-            if existing.owner != run.owner or existing.created_at != run.created_at:
+            # Owners are unique per process: the same owner and thread is this very run,
+            # created by an earlier pass or by a write that committed past its deadline.
+            if existing.owner != run.owner or existing.thread_id != run.thread_id:
                 self._refused.add(run.run_id)  # the id was taken by another run meanwhile
                 self._reject(record)
 

@@ -89,6 +89,7 @@ async def test_replaying_twice_writes_nothing_twice(tmp_path: Path, sqlite_url: 
     kept = path.read_bytes()
     runtime = await _start(sqlite_url, directory)
     await runtime.close()
+    path.parent.mkdir(exist_ok=True)
     path.write_bytes(kept)  # as if the drain had crashed before removing the file
     runtime = await _start(sqlite_url, directory)
     try:

@@ -18,7 +18,7 @@ import pytest
 from recorder.api import create_app
 from recorder.config import AgentConfig, Settings
 from recorder.store import open_store
-from tests.proxy.down import Switchable
+from tests.proxy.down import Late, Switchable
 from tests.proxy.outage import (
     assert_clean,
     assert_recorded,
@@ -239,3 +239,48 @@ async def test_past_the_bounds_on_store_failure_applies(
         assert b"RUN_FINISHED" in seen.frames[-1][1]
         assert recorded == seen.frames[: len(recorded)] and len(recorded) < len(seen.frames)
     assert len(recorded) > 5  # frames were journaled before the bound
+
+
+async def test_writes_that_commit_past_the_deadline_land_once(tmp_path: Path) -> None:
+    """A slow database: writes time out, are journaled, and then commit anyway. The drain
+    finds them in and writes nothing twice (a run, its events)."""
+    url = f"sqlite+aiosqlite:///{tmp_path / 'recorder.db'}"
+    store = Late(await open_store(url, migrate=True), delay=0.6)
+    settings = Settings(
+        db=url,
+        agents={},
+        journal_dir=str(tmp_path / "journal"),
+        store_deadline=0.2,
+    )
+    try:
+        async with (
+            demo_upstream() as agent,
+            serving(
+                create_app(
+                    settings.model_copy(update={"agents": {"demo": AgentConfig(url=agent)}}),
+                    store=store,
+                )  # type: ignore[arg-type]
+            ) as base,
+            httpx.AsyncClient(timeout=60, trust_env=False) as client,
+        ):
+            proxy = f"{base}/agents/demo"
+            streams = [
+                asyncio.create_task(stream(client, proxy, f"t{i}", f"r{i}", extra=80, delay=0.02))
+                for i in range(3)
+            ]
+            await asyncio.sleep(0.3)
+            store.slow = True
+            during = asyncio.create_task(stream(client, proxy, "t-new", "during", extra=10))
+            await asyncio.sleep(1.0)
+            store.slow = False
+            seen = await gather_streams(*streams, during)
+            await drained(client, base)
+            assert store.late > 0
+        # Found in already, not refused: nothing was set aside.
+        assert not (tmp_path / "journal" / "rejected.log").exists()
+        for one in seen:
+            assert_clean(one)
+            await assert_recorded(store.store, one)
+        assert [r.run_id for r in await store.store.list_runs("t-new")] == ["during"]
+    finally:
+        await store.store.close()
