@@ -73,6 +73,9 @@ async def test_sqlite_locked_past_the_deadline(tmp_path: Path) -> None:
         ]
         assert float(held.split()[-1]) > 0
         during = await stream(client, proxy, "t-new", "during", extra=5)
+        # A run held in the journal cannot be read yet: 503, saying why (not 404).
+        held = await client.get(f"{base}/runs/during")
+        assert held.status_code == 503 and "journal" in held.json()["detail"]
         await locker.wait()
         seen = await gather_streams(*streams)
         await drained(client, base)
