@@ -23,10 +23,12 @@ from pathlib import Path
 from bench.client import StreamError, new_client, read_stream, run_input, settled
 from bench.context import Context, store_url
 from bench.report import Row, at_least
+from bench.telemetry import cpu_seconds
 from recorder.proxy.journal import JournalFile, Record, encode
 
 PATHS = ("healthy", "off", "down")
 REQUESTS = 3  # throughput requests per path and round
+SERVERS = {"healthy": "commit", "off": "nojournal", "down": "storedown"}  # in the pool
 WRITERS = 50  # concurrent appenders of the journal file row
 
 
@@ -79,6 +81,7 @@ async def run(ctx: Context) -> list[Row]:
     # "base": the healthy recorder measured beside the down one
     rate: dict[str, list[float]] = {path: [] for path in (*PATHS, "base")}
     ttfe: dict[str, list[float]] = {path: [] for path in (*PATHS, "base")}
+    cpu: dict[str, list[float]] = {"healthy": [], "off": []}  # microseconds per event
     commits: list[float] = []  # journal commits per second of the down recorder's requests
     per_commit: list[float] = []  # events per journal commit
     async with new_client() as client:
@@ -120,7 +123,11 @@ async def run(ctx: Context) -> list[Row]:
                 for pair in (("healthy", "off"), ("down", "healthy")):
                     for path in pair:
                         before, started = await journal(), time.perf_counter()
+                        cpu_before = cpu_seconds(ctx, SERVERS[path])
                         rates = [await throughput(path) for _ in range(REQUESTS)]
+                        if pair[0] == "healthy":
+                            spent_cpu = cpu_seconds(ctx, SERVERS[path]) - cpu_before
+                            cpu[path].append(spent_cpu / (REQUESTS * expected) * 1e6)
                         rate[path if pair[0] != "down" or path == "down" else "base"].append(
                             statistics.median(rates)
                         )
@@ -148,6 +155,19 @@ async def run(ctx: Context) -> list[Row]:
             ">= 0.95x",
             at_least(0.95),
             note=f"{expected:,} mixed events per request, median of {REQUESTS} per round",
+        ),
+        Row(
+            "journal",
+            "recorder CPU per event, healthy store: journal on vs off",
+            "us",
+            cpu["healthy"],
+            cpu["off"],
+            "<= 1.05x",
+            lambda _ours, _base, ratio: ratio <= 1.05,
+            note=(
+                f"user + system time of the recorder process over the {REQUESTS} throughput "
+                "requests of each round, per event (steadier than throughput on a shared machine)"
+            ),
         ),
         Row(
             "journal",
