@@ -58,10 +58,9 @@ class Runtime:
         if store is None:
             store = await open_store(settings.db, migrate=True)
         journal: JournaledStore | None = None
-        gone: set[str] = set()
         try:
             if settings.journal:
-                journal, gone = await open_journaled(settings, store)
+                journal = await open_journaled(settings, store)
         except BaseException:
             if owns:
                 await store.close()
@@ -69,9 +68,6 @@ class Runtime:
         client = upstream_client(settings)
         runtime = cls(settings, store, client, journal)
         runtime._owns_store = owns
-        for owner in sorted(gone):
-            # Their journals are in the database now; their runs still open will never end.
-            await store.mark_incomplete(owner=owner)
         if runtime.metrics is not None and settings.metrics_address:
             runtime._stop_metrics = runtime.metrics.serve(settings.metrics_address)
         await runtime.reap()

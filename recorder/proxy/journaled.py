@@ -467,12 +467,26 @@ def _journaled_run(run: NewRun, when: float) -> Run:
     )
 
 
-async def open_journaled(settings: Settings, store: EventStore) -> tuple[JournaledStore, set[str]]:
-    """The journaled store for ``store``: the journals of processes that are gone replayed
-    first (the database must answer), then a journal of this process's own. Also returns
-    the owners of the runs those journals held."""
+async def recover(settings: Settings, store: EventStore) -> None:
+    """Replay the journals that processes now gone left for this database, then close their
+    runs still ``running`` (they will never end) as ``incomplete``.
+
+    Raises ``JournalCorrupt`` for a damaged journal (moved aside and kept), the store's
+    errors when the database fails meanwhile (the journal stays for the next start).
+    """
     directory, private = journal_directory(settings.journal_dir, store.url)
-    owners = await adopt(store, directory)
+    if private:
+        directory.rmdir()
+        return
+    for owner in sorted(await adopt(store, directory)):
+        await store.mark_incomplete(owner=owner)
+
+
+async def open_journaled(settings: Settings, store: EventStore) -> JournaledStore:
+    """The journaled store for ``store``, once the journals of processes that are gone are
+    replayed (``recover``), with a journal of this process's own."""
+    await recover(settings, store)
+    directory, private = journal_directory(settings.journal_dir, store.url)
     journaled = JournaledStore(
         store,
         JournalFile.create(directory),
@@ -481,4 +495,4 @@ async def open_journaled(settings: Settings, store: EventStore) -> tuple[Journal
         max_outage=settings.journal_max_outage,
     )
     journaled.private = private
-    return journaled, owners
+    return journaled

@@ -4,6 +4,7 @@ a damaged one refused with a clear error and kept aside, never replayed nor drop
 from __future__ import annotations
 
 import asyncio
+import sys
 from pathlib import Path
 
 import pytest
@@ -147,3 +148,27 @@ async def test_each_live_process_keeps_its_own_journal(tmp_path: Path, sqlite_ur
         await first.close()
     assert not list(directory.glob("journal-*.log"))  # empty journals go with their process
     await asyncio.sleep(0)
+
+
+async def test_recorder_serve_refuses_a_corrupt_journal_plainly(tmp_path: Path) -> None:
+    directory = tmp_path / "recorder.db.journal"  # the default place, beside the database
+    directory.mkdir()
+    (directory / "journal-1-x.log").write_bytes(b"not a journal\n")
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "recorder.cli.main",
+        "serve",
+        "--db",
+        f"sqlite+aiosqlite:///{tmp_path / 'recorder.db'}",
+        "--port",
+        "0",
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    _out, err = await asyncio.wait_for(proc.communicate(), 60)
+    assert proc.returncode == 2
+    message = err.decode()
+    assert message.startswith("recorder: the journal ") and "moved to" in message
+    assert "Traceback" not in message
+    assert list(directory.glob("journal-1-x.log.corrupt-*"))
