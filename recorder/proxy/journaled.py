@@ -36,6 +36,7 @@ from typing import Any, TypeVar
 
 from recorder.config import Settings
 from recorder.errors import (
+    ConfigError,
     StoreError,
     StoreUnavailable,
 )
@@ -487,9 +488,16 @@ async def open_journaled(settings: Settings, store: EventStore) -> JournaledStor
     replayed (``recover``), with a journal of this process's own."""
     await recover(settings, store)
     directory, private = journal_directory(settings.journal_dir, store.url)
+    try:
+        journal = JournalFile.create(directory)
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot write the journal in {directory} ({exc.strerror or exc}): "
+            "set journal_dir to a writable directory, or journal = false"
+        ) from exc
     journaled = JournaledStore(
         store,
-        JournalFile.create(directory),
+        journal,
         deadline=settings.store_deadline,
         max_bytes=settings.journal_max_bytes,
         max_outage=settings.journal_max_outage,

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from recorder.config import Settings
-from recorder.errors import JournalCorrupt
+from recorder.errors import ConfigError, JournalCorrupt
 from recorder.proxy.journal import MAGIC, JournalFile, Record, encode
 from recorder.proxy.journaled import JournaledStore
 from recorder.runtime import Runtime
@@ -172,3 +172,12 @@ async def test_recorder_serve_refuses_a_corrupt_journal_plainly(tmp_path: Path) 
     assert message.startswith("recorder: the journal ") and "moved to" in message
     assert "Traceback" not in message
     assert list(directory.glob("journal-1-x.log.corrupt-*"))
+
+
+async def test_an_unwritable_journal_directory_is_a_clear_error(
+    tmp_path: Path, sqlite_url: str
+) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("a file where the directory should be")
+    with pytest.raises(ConfigError, match="journal_dir"):
+        await _start(sqlite_url, blocker / "journal")
