@@ -37,17 +37,22 @@ def get_runtime(request: Request) -> Runtime:
 RuntimeDep = Annotated[Runtime, Depends(get_runtime)]
 
 
+TOKEN_REQUIRED = "an API token is required (Authorization: Bearer TOKEN)"
+
+
+def token_given(authorization: str | None, token: str) -> bool:
+    """Whether an ``Authorization`` header carries ``token``. The header only: a token in a
+    URL ends up in logs and browser history."""
+    given = authorization or ""
+    candidate = given[7:] if given[:7].lower() == "bearer " else ""
+    return hmac.compare_digest(candidate.encode(), token.encode())
+
+
 def require_token(request: Request) -> None:
     """With an API token configured, every endpoint but the proxy and /healthz needs it."""
     token = request.app.state.runtime.settings.api_token
-    if not token:
-        return
-    given = request.headers.get("authorization", "")
-    candidate = (
-        given[7:] if given.lower().startswith("bearer ") else request.query_params.get("token", "")
-    )
-    if not hmac.compare_digest(candidate.encode(), token.encode()):
-        raise HTTPException(401, "an API token is required (Authorization: Bearer TOKEN)")
+    if token and not token_given(request.headers.get("authorization"), token):
+        raise HTTPException(401, TOKEN_REQUIRED)
 
 
 TokenDep = Depends(require_token)

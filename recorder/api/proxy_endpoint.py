@@ -23,12 +23,13 @@ from starlette.datastructures import Headers
 from starlette.types import Receive, Scope, Send
 
 from recorder.api.deps import internal_error, status_for
-from recorder.api.views import SSE_HEADERS
+from recorder.api.views import RELAY_HEADERS, SSE_HEADERS
 from recorder.errors import BodyTooLarge
 from recorder.proxy.legs import AgentLeg
 from recorder.proxy.proxy import Relay, Stream
 from recorder.runtime import Runtime
 
+_RELAY_HEAD = [(name.encode(), value.encode()) for name, value in RELAY_HEADERS.items()]
 _SSE_HEAD = [(b"content-type", b"text/event-stream")] + [
     (name.encode(), value.encode()) for name, value in SSE_HEADERS.items()
 ]
@@ -39,7 +40,23 @@ class ProxyEndpoint:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         runtime: Runtime = scope["app"].state.runtime
+        if not posts_json(Headers(scope=scope).get("content-type")):
+            # A form or text/plain POST is one any web page may send cross-site without
+            # asking: no run is recorded (nor sent to an agent) from one.
+            await send_whole(send, 415, _NOT_JSON, "application/json")
+            return
         await serve_run(runtime, scope["path_params"]["name"], scope, receive, send)
+
+
+_NOT_JSON = orjson.dumps({"detail": "the proxy takes a RunAgentInput as application/json"})
+
+
+def posts_json(content_type: str | None) -> bool:
+    """Whether a request's ``Content-Type`` is JSON (``application/json`` or ``+json``)."""
+    media = (content_type or "").partition(";")[0].strip().lower()
+    return media == "application/json" or (
+        media.startswith("application/") and media.endswith("+json")
+    )
 
 
 async def serve_run(
@@ -66,7 +83,7 @@ async def serve_run(
         await send_whole(send, status, orjson.dumps(answer), "application/json")
         return
     if isinstance(result, Relay):
-        await send_whole(send, result.status, result.body, result.content_type)
+        await send_whole(send, result.status, result.body, result.content_type, _RELAY_HEAD)
     else:
         await stream(receive, send, result)
 
@@ -88,10 +105,17 @@ async def read_body(scope: Scope, receive: Receive, limit: int) -> bytes | None:
     return bytes(body)
 
 
-async def send_whole(send: Send, status: int, body: bytes, content_type: str) -> None:
+async def send_whole(
+    send: Send,
+    status: int,
+    body: bytes,
+    content_type: str,
+    extra: list[tuple[bytes, bytes]] | None = None,
+) -> None:
     headers = [
         (b"content-type", content_type.encode("latin-1", "replace")),
         (b"content-length", str(len(body)).encode()),
+        *(extra or ()),
     ]
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
@@ -157,6 +181,7 @@ OPENAPI: dict[str, Any] = {
         "404": {"description": "no such agent"},
         "409": {"description": "the run id is taken"},
         "413": {"description": "request body too large"},
+        "415": {"description": "the request is not application/json"},
         "422": {"description": "not a RunAgentInput with threadId and runId"},
         "503": {"description": "too many runs at once, or the database is unavailable"},
     },

@@ -39,10 +39,21 @@ class JSONLines(StreamingResponse):
     media_type = "application/x-ndjson"
 
 
+# On an agent's answer relayed as it came (a non-2xx, say): it is served from the
+# recorder's origin, so a browser must neither run it (an HTML page's scripts would reach
+# the recorder's API) nor guess another type for it.
+RELAY_HEADERS = {"content-security-policy": "sandbox", "x-content-type-options": "nosniff"}
+
+
 def proxied_response(result: Relay | Stream) -> Response:
     """What ``Proxy.start`` returned, as a route's answer (the fork route's, say)."""
     if isinstance(result, Relay):
-        return Response(result.body, status_code=result.status, media_type=result.content_type)
+        return Response(
+            result.body,
+            status_code=result.status,
+            media_type=result.content_type,
+            headers=RELAY_HEADERS,
+        )
     return EventStream(result.chunks, headers={**SSE_HEADERS, "x-recorder-run-id": result.run_id})
 
 

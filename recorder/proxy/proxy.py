@@ -87,7 +87,7 @@ class Proxy:
         if leg is not None:
             return leg
         try:
-            return HttpLeg(self.client, self.settings.agents[agent].url, self.settings)
+            return HttpLeg(self.client, self.settings.agents[agent], self.settings)
         except KeyError:
             raise AgentNotFound(agent) from None
 

@@ -9,6 +9,7 @@ database and of a server gets the same answer. Inputs are checked here, once, fo
 
 from __future__ import annotations
 
+import math
 from datetime import UTC, datetime
 from typing import Any
 
@@ -22,6 +23,7 @@ from recorder.timetravel.transfer import ImportReport
 from recorder.wire.events import RecordedEvent, decode
 
 _PAGE = 2000
+_MAX_EPOCH = 1e11  # seconds: past the year 5000, and within every database's range
 
 
 def moment(ts: float | None) -> datetime | None:
@@ -118,9 +120,13 @@ def parse_time(value: str | None, name: str) -> float | None:
     if value is None:
         return None
     try:
-        return float(value)
+        seconds = float(value)
     except ValueError:
         pass
+    else:
+        if not math.isfinite(seconds) or abs(seconds) > _MAX_EPOCH:
+            raise InputError(f"{name} must be epoch seconds within 10^11, got {value!r}")
+        return seconds
     try:
         when = datetime.fromisoformat(value)
     except ValueError as exc:
@@ -183,9 +189,14 @@ async def events_page(
     }
 
 
-def check_after_seq(after_seq: int) -> None:
-    if after_seq < -1:
-        raise InputError(f"afterSeq must be -1 or more, got {after_seq}")
+# The largest seq a database column holds (a signed 64-bit integer): a number past it is
+# no seq of any run, and neither database could even compare with it.
+MAX_SEQ = (1 << 63) - 1
+
+
+def check_after_seq(after_seq: int, name: str = "afterSeq") -> None:
+    if not -1 <= after_seq <= MAX_SEQ:
+        raise InputError(f"{name} must be -1 to {MAX_SEQ}, got {after_seq}")
 
 
 def check_seq(run: Run, seq: int | None) -> None:
