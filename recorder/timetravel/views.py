@@ -189,9 +189,10 @@ async def events_page(
     }
 
 
-# The largest seq a database column holds (a signed 64-bit integer): a number past it is
-# no seq of any run, and neither database could even compare with it.
-MAX_SEQ = (1 << 63) - 1
+# The largest seq a parameter may name: the largest the ``seq`` column holds (a 32-bit
+# integer on PostgreSQL, which refuses to even compare it with a larger number), far past
+# any run's last event (``max_events_per_run``).
+MAX_SEQ = (1 << 31) - 1
 
 
 def check_after_seq(after_seq: int, name: str = "afterSeq") -> None:
