@@ -85,6 +85,8 @@ class Runtime:
             with contextlib.suppress(Exception):
                 await self.store.heartbeat(list(self.proxy.active), self.owner)
                 await self.reap()
+                if self.proxy.unclosed:
+                    await self.proxy.close_left_open()
 
 
 def upstream_client(settings: Settings) -> UpstreamClient:
