@@ -85,7 +85,7 @@ async def serve_run(
     if isinstance(result, Relay):
         await send_whole(send, result.status, result.body, result.content_type, _RELAY_HEAD)
     else:
-        await stream(receive, send, result)
+        await stream(receive, send, result, runtime.settings.client_write_timeout)
 
 
 async def read_body(scope: Scope, receive: Receive, limit: int) -> bytes | None:
@@ -121,12 +121,29 @@ async def send_whole(
     await send({"type": "http.response.body", "body": body})
 
 
-async def stream(receive: Receive, send: Send, result: Stream) -> None:
+async def stream(receive: Receive, send: Send, result: Stream, write_timeout: float = 60) -> None:
     """Send the run's chunks as they come. A client that leaves closes the chunk iterator
-    at once (the recording notices and carries on without it), even while no chunk is due."""
+    at once (the recording notices and carries on without it), even while no chunk is due.
+
+    A client that takes more than ``write_timeout`` seconds to take one chunk (it reads
+    slowly, or not at all) is dropped as if it had left: the run goes on recorded to its
+    end, and gives its slot back then. One timer per quarter of the timeout checks the
+    send in progress, rather than a timeout around each send (a cost per event)."""
     headers = [*_SSE_HEAD, (b"x-recorder-run-id", header_value(result.run_id))]
     task = asyncio.current_task()
     state = {"streaming": True, "left": False}
+    loop = asyncio.get_running_loop()
+    sending = [loop.time()]  # when the send under way began; 0: none is
+
+    def check_send() -> None:
+        began = sending[0]
+        if began and loop.time() - began >= write_timeout and state["streaming"] and task:
+            state["left"] = True
+            task.cancel()
+            return
+        timer[0] = loop.call_later(write_timeout / 4, check_send)
+
+    timer = [loop.call_later(write_timeout / 4, check_send)]
 
     async def watch() -> None:
         while (await receive())["type"] != "http.disconnect":
@@ -138,8 +155,11 @@ async def stream(receive: Receive, send: Send, result: Stream) -> None:
     watcher = asyncio.create_task(watch())
     try:
         await send({"type": "http.response.start", "status": 200, "headers": headers})
+        sending[0] = 0.0
         async for chunk in result.chunks:
+            sending[0] = loop.time()
             await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            sending[0] = 0.0
         state["streaming"] = False
         await send({"type": "http.response.body", "body": b""})
     except asyncio.CancelledError:
@@ -148,6 +168,7 @@ async def stream(receive: Receive, send: Send, result: Stream) -> None:
         task.uncancel()
     finally:
         state["streaming"] = False
+        timer[0].cancel()
         watcher.cancel()
         with contextlib.suppress(BaseException):
             await result.chunks.aclose()  # type: ignore[attr-defined]

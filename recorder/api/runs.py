@@ -116,6 +116,8 @@ async def fork_run(run_id: str, body: ForkBody, runtime: RuntimeDep) -> Response
         plan.agent, plan.body, {}, parent=(plan.parent_run_id, plan.parent_seq)
     )
     response = proxied_response(result)
+    if isinstance(response, EventStream):
+        response.write_timeout = runtime.settings.client_write_timeout
     if isinstance(result, Relay):
         response.headers[RELAYED] = "true"
     response.headers[FORK_STRATEGY] = plan.strategy
