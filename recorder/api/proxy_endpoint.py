@@ -22,7 +22,7 @@ import orjson
 from starlette.datastructures import Headers
 from starlette.types import Receive, Scope, Send
 
-from recorder.api.deps import internal_error, status_for
+from recorder.api.deps import TOO_DEEP, internal_error, status_for
 from recorder.api.views import RELAY_HEADERS, SSE_HEADERS
 from recorder.errors import BodyTooLarge
 from recorder.proxy.legs import AgentLeg
@@ -76,7 +76,9 @@ async def serve_run(
         result = await runtime.proxy.start(name, body, Headers(scope=scope), leg=leg)
     except Exception as exc:
         status = status_for(exc)
-        if status == 500:  # not one the recorder can explain: logged with an id
+        if isinstance(exc, RecursionError):
+            status, answer = 422, {"detail": TOO_DEEP}
+        elif status == 500:  # not one the recorder can explain: logged with an id
             answer = internal_error(exc, "POST", scope["path"])
         else:
             answer = {"detail": str(exc)}

@@ -97,14 +97,16 @@ def run_tree(runs: list[Run]) -> list[dict[str, Any]]:
 
 
 def plan_view(plan: Plan) -> dict[str, Any]:
-    return ForkPlan(
+    view = ForkPlan(
         agent=plan.agent,
-        input=plan.input,
+        input={},
         parent_run_id=plan.parent_run_id,
         parent_seq=plan.parent_seq,
         strategy=plan.strategy,
         thread_id=plan.thread_id,
     ).to_json()
+    # The input as it is: pydantic would walk it (and refuse a state nested 300 deep).
+    return {**view, "input": plan.input}
 
 
 def import_view(report: ImportReport) -> dict[str, Any]:

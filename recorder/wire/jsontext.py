@@ -62,6 +62,8 @@ def parse_fallback(data: bytes | str) -> JSONValue:
     except ValueError as exc:  # the standard library's JSONDecodeError, or a refused NaN
         message = getattr(exc, "msg", str(exc))
         raise orjson.JSONDecodeError(message, text, getattr(exc, "pos", 0)) from None
+    except RecursionError:  # past orjson's 1024 levels, the standard library's recursion
+        raise orjson.JSONDecodeError("nested too deeply", text, 0) from None
 
 
 def split_array(text: str) -> list[str]:

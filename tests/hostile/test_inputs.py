@@ -187,3 +187,28 @@ async def test_the_api_documents_need_the_token_and_only_in_the_header(sqlite_ur
                 assert by_query.status_code == 401, path
                 assert (await client.get(path, headers=bearer)).status_code == 200, path
             assert (await client.get("/healthz")).status_code == 200
+
+
+def nested(depth: int) -> bytes:
+    return b'{"a":' * depth + b"1" + b"}" * depth
+
+
+async def test_json_nested_past_any_parser_is_422_not_500(db_url: str) -> None:
+    async with demo_upstream() as up, recorder_at(db_url, {"demo": up}) as rec:
+        async with httpx.AsyncClient(base_url=rec, timeout=30) as client:
+            await post_run(client, "/agents/demo", run_input("t", "r"))
+            as_json = {"content-type": "application/json"}
+            for body in (
+                b"[" * 100_000 + b"]" * 100_000,
+                b'{"threadId":"t","runId":"d","state":' + nested(5000) + b"}",
+            ):
+                for path in ("/agents/demo", "/agents/demo/connect"):
+                    answer = await client.post(path, content=body, headers=as_json)
+                    assert answer.status_code == 422, (path, answer.text)
+            fork = await client.post(
+                "/runs/r/fork",
+                content=b'{"dryRun":true,"state":' + nested(900) + b"}",
+                headers=as_json,
+            )
+            assert fork.status_code == 422 and "nested too deeply" in fork.json()["detail"]
+            assert len((await client.get("/threads")).json()["threads"]) == 1
