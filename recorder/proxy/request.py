@@ -10,7 +10,7 @@ import orjson
 from recorder.config import Settings
 from recorder.errors import BodyTooLarge, InputError
 from recorder.wire.ids import check_id
-from recorder.wire.jsontext import parse
+from recorder.wire.jsontext import MAX_DEPTH, nested_too_deeply, parse
 
 # Hop-by-hop headers (RFC 9110, 7.6.1), and those a client's ``Connection`` names too.
 _HOP_BY_HOP = frozenset(
@@ -42,6 +42,8 @@ def parse_run_input(body: bytes, max_bytes: int | None = None) -> dict[str, Any]
         raise InputError(f"request body is not valid JSON: {exc}") from exc
     if not isinstance(obj, dict):
         raise InputError("request body must be a JSON object (a RunAgentInput)")
+    if nested_too_deeply(body, obj):
+        raise InputError(f"request body nests arrays and objects past {MAX_DEPTH} levels")
     for key in ("threadId", "runId"):
         check_id(obj.get(key), f"RunAgentInput.{key}")
     return obj

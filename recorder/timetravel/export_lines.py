@@ -19,6 +19,7 @@ from recorder.errors import InputError
 from recorder.store import NewEvent, NewRun
 from recorder.store.model import IMPORT, RECORDER, STATUSES, UPSTREAM
 from recorder.wire.ids import id_problem
+from recorder.wire.jsontext import MAX_DEPTH, nested_too_deeply
 
 ORIGINS = (UPSTREAM, RECORDER, IMPORT)
 _MAX_TIME = 1e11  # epoch seconds: past the year 5000
@@ -178,6 +179,8 @@ class _Fields:
                 posted = None
             if not isinstance(posted, dict):
                 self.fail("input", "must be the RunAgentInput as posted (a JSON object)")
+            if nested_too_deeply(data, posted):
+                self.fail("input", f"nests arrays and objects past {MAX_DEPTH} levels")
         return data
 
     def data(self, name: str) -> bytes | None:

@@ -66,6 +66,23 @@ def parse_fallback(data: bytes | str) -> JSONValue:
         raise orjson.JSONDecodeError("nested too deeply", text, 0) from None
 
 
+MAX_DEPTH: Final = 254  # levels of nesting orjson writes; the recorder's code handles them
+
+
+def nested_too_deeply(data: bytes, value: JSONValue) -> bool:
+    """Whether ``value`` (parsed from ``data``) nests arrays and objects past ``MAX_DEPTH``
+    levels: deeper than the recorder can fold, copy or answer without running out of
+    recursion. Counting brackets first (at memchr speed) spares the walk for all but
+    bodies with that many of them; the walk is orjson's own, which stops at that depth."""
+    if data.count(b"{") + data.count(b"[") <= MAX_DEPTH:
+        return False
+    try:
+        orjson.dumps(value)
+    except TypeError as exc:
+        return "Recursion limit" in str(exc)
+    return False
+
+
 def split_array(text: str) -> list[str]:
     """The text of each item of the JSON array ``text``; ValueError where ``JSON.parse`` throws."""
     if type(parse(text)) is not list:

@@ -90,6 +90,11 @@ BROKEN: list[tuple[str, Callable[[Lines], Lines], str]] = [
     ("input a number", edit(0, input=123), "line 1: input"),
     ("input not JSON", edit(0, input="{not json"), "line 1: input"),
     ("input and inputB64", edit(0, inputB64="e30="), "line 1: input"),
+    (
+        "input nested 300 deep",
+        edit(0, input='{"state":' + '{"a":' * 300 + "1" + "}" * 300 + "}"),
+        "line 1: input",
+    ),
     ("violations text", edit(0, violations="many"), "line 1: violations"),
     ("eventCount negative", edit(0, eventCount=-1), "line 1: eventCount"),
     ("file cut short", lambda lines: lines[:-1], "line 1: eventCount"),

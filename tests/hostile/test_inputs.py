@@ -205,10 +205,22 @@ async def test_json_nested_past_any_parser_is_422_not_500(db_url: str) -> None:
                 for path in ("/agents/demo", "/agents/demo/connect"):
                     answer = await client.post(path, content=body, headers=as_json)
                     assert answer.status_code == 422, (path, answer.text)
+            # past 254 levels (what the recorder folds, copies and answers): refused whole
+            deep = b'{"threadId":"t","runId":"d","state":' + nested(300) + b"}"
+            answer = await client.post("/agents/demo", content=deep, headers=as_json)
+            assert answer.status_code == 422 and "254 levels" in answer.json()["detail"]
+            fine = b'{"threadId":"t2","runId":"d2","state":' + nested(200) + b"}"
+            async with client.stream("POST", "/agents/demo", content=fine, headers=as_json) as ok:
+                assert ok.status_code == 200
+                await ok.aread()
+            assert (await client.get("/runs/d2")).status_code == 200
+            assert (
+                await client.get("/threads/t2/stream", params={"live": "false"})
+            ).status_code == 200
             fork = await client.post(
                 "/runs/r/fork",
                 content=b'{"dryRun":true,"state":' + nested(900) + b"}",
                 headers=as_json,
             )
             assert fork.status_code == 422 and "nested too deeply" in fork.json()["detail"]
-            assert len((await client.get("/threads")).json()["threads"]) == 1
+            assert len((await client.get("/threads")).json()["threads"]) == 2
