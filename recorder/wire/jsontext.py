@@ -72,10 +72,10 @@ MAX_DEPTH: Final = 254  # levels of nesting orjson writes; the recorder's code h
 def nested_too_deeply(data: bytes, value: JSONValue) -> bool:
     """Whether ``value`` (parsed from ``data``) nests arrays and objects past ``MAX_DEPTH``
     levels: deeper than the recorder can fold, copy or answer without running out of
-    recursion. Counting brackets first (at memchr speed) spares the walk for all but
-    bodies with that many of them; the walk is orjson's own, which stops at that depth."""
-    if data.count(b"{") + data.count(b"[") <= MAX_DEPTH:
-        return False
+    recursion. The walk is orjson's own writer, which stops at that depth: a fifth of the
+    time parsing took (counting brackets in ``data`` first took longer than the walk)."""
+    if len(data) < 2 * MAX_DEPTH:
+        return False  # too short to open that many brackets
     try:
         orjson.dumps(value)
     except TypeError as exc:
