@@ -70,6 +70,9 @@ class Runtime:
         for task in self._tasks:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+        if self.proxy.unclosed:  # a last try; else the next process marks them incomplete
+            with contextlib.suppress(Exception):
+                await self.proxy.close_left_open()
         await self.proxy.close()
         await self.client.close()
         if self.traces is not None:
