@@ -113,7 +113,11 @@ async def fork_run(run_id: str, body: ForkBody, runtime: RuntimeDep) -> Response
     # None of the caller's headers: they are meant for the recorder (its API token among
     # them). The agent gets its configured headers (``AgentConfig.headers``), and only those.
     result = await runtime.proxy.start(
-        plan.agent, plan.body, {}, parent=(plan.parent_run_id, plan.parent_seq)
+        plan.agent,
+        plan.body,
+        {},
+        parent=(plan.parent_run_id, plan.parent_seq),
+        new_thread=plan.strategy == "new-thread",
     )
     response = proxied_response(result)
     if isinstance(response, EventStream):

@@ -107,10 +107,11 @@ class Proxy:
         *,
         parent: tuple[str, int | None] | None = None,
         leg: AgentLeg | None = None,
+        new_thread: bool = False,
     ) -> Relay | Stream:
-        """Begin a proxied run. ``parent`` (run id, seq) is set by forks; ``leg`` reaches
-        the agent another way than its name says (an in-process app, with this request's
-        own scope)."""
+        """Begin a proxied run. ``parent`` (run id, seq) is set by forks, and
+        ``new_thread`` by those that must start their thread; ``leg`` reaches the agent
+        another way than its name says (an in-process app, with this request's own scope)."""
         leg = leg or self.upstream(agent)
         posted = parse_run_input(body, self.settings.max_body_bytes)
         if self._slots.locked():
@@ -120,7 +121,7 @@ class Proxy:
         await self._slots.acquire()
         run: NewRun | None = None
         try:
-            run = await self._create_run(agent, posted, body, parent)
+            run = await self._create_run(agent, posted, body, parent, new_thread)
             watch = self.observer.run(agent, run.run_id, posted)
             return await self._open(leg, run, posted, headers, watch)
         finally:
@@ -181,7 +182,12 @@ class Proxy:
         )
 
     async def _create_run(
-        self, agent: str, posted: dict[str, Any], body: bytes, parent: tuple[str, int | None] | None
+        self,
+        agent: str,
+        posted: dict[str, Any],
+        body: bytes,
+        parent: tuple[str, int | None] | None,
+        new_thread: bool = False,
     ) -> NewRun:
         thread_id, run_id = posted["threadId"], posted["runId"]
         parent_id, parent_seq = parent if parent is not None else (None, None)
@@ -196,6 +202,7 @@ class Proxy:
             parent_seq=parent_seq,
             infer_parent=parent_id is None,
             owner=self.owner,
+            new_thread=new_thread,
         )
         await self.store.create_run(run)
         return run

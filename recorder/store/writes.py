@@ -21,7 +21,7 @@ from typing import Any
 
 import orjson
 
-from recorder.errors import InputError, RunClosed, RunNotFound, ThreadNotFound
+from recorder.errors import Conflict, InputError, RunClosed, RunNotFound, ThreadNotFound
 from recorder.store.model import (
     INCOMPLETE,
     RUNNING,
@@ -86,6 +86,11 @@ def create_run(run: NewRun) -> Body[Run]:
     _refuse_nul(run.run_id, run.thread_id, run.parent_run_id)
     now = run.created_at if run.created_at is not None else time.time()
     created = yield INSERT_THREAD, (run.thread_id, run.agent, now, now)
+    if run.new_thread and not created:
+        raise Conflict(
+            f"thread {run.thread_id!r} exists already: a fork into a new thread needs an id "
+            "no thread has"
+        )
     ((latest,),) = yield LATEST_RUN, (run.thread_id,)
     yield CLAIM_THREAD, (now, run.run_id, run.thread_id)
     parent, inferred = run.parent_run_id, run.parent_inferred

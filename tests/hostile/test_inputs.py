@@ -224,3 +224,17 @@ async def test_json_nested_past_any_parser_is_422_not_500(db_url: str) -> None:
             )
             assert fork.status_code == 422 and "nested too deeply" in fork.json()["detail"]
             assert len((await client.get("/threads")).json()["threads"]) == 2
+
+
+async def test_forks_racing_into_one_new_thread_are_one_200_and_409s(db_url: str) -> None:
+    async with demo_upstream() as up, recorder_at(db_url, {"demo": up}) as rec:
+        async with httpx.AsyncClient(base_url=rec, timeout=30) as client:
+            await post_run(client, "/agents/demo", run_input("t", "r"))
+            forks = [
+                client.post("/runs/r/fork", json={"threadId": "branch", "runId": f"f{i}"})
+                for i in range(8)
+            ]
+            answers = await asyncio.gather(*forks)
+            assert sorted(a.status_code for a in answers) == [200] + [409] * 7
+            thread = (await client.get("/threads/branch")).json()
+            assert thread["runCount"] == 1
