@@ -9,13 +9,14 @@ already there only takes the events it lacks.
 from __future__ import annotations
 
 import base64
+import time
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
-from recorder.errors import InputError, RunNotFound
+from recorder.errors import Conflict, InputError, RunNotFound
 from recorder.store import EventStore, Run
 from recorder.store.model import RUNNING
 from recorder.timetravel.export_lines import (
@@ -27,6 +28,7 @@ from recorder.timetravel.export_lines import (
 )
 
 _BATCH = 1000
+_BUSY = 15.0  # seconds: a running run with a heartbeat this fresh has a writer
 
 
 def _bytes_field(name: str, data: bytes | None) -> dict[str, Any]:
@@ -176,6 +178,13 @@ async def _write(store: EventStore, run: RunLines, report: ImportReport) -> None
         report.runs_skipped += 1
         if existing.status != RUNNING:
             return  # complete already: takes nothing more
+        if existing.heartbeat_at is not None and time.time() - existing.heartbeat_at < _BUSY:
+            # Being recorded, or imported by another import, right now: events added here
+            # as well would be added twice (each append takes the next seqs).
+            raise Conflict(
+                f"run {run_id!r} is being recorded or imported right now; import again once "
+                "it has ended"
+            )
         have = existing.event_count
     for start in range(have, len(run.events), _BATCH):
         batch = run.events[start : start + _BATCH]

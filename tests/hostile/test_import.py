@@ -4,6 +4,7 @@ run imports whole or not at all, nothing is renumbered, and the fixed file impor
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 from collections.abc import Callable
@@ -218,3 +219,22 @@ async def test_the_http_import_refuses_the_same_files(
             assert (await client.get("/threads")).json()["threads"] == []
             fixed = await client.post("/import", content=jsonl(export()))
             assert fixed.status_code == 200 and fixed.json()["runsCreated"] == 1
+
+
+async def test_the_same_file_imported_four_times_at_once_adds_each_event_once(
+    db_url: str,
+) -> None:
+    async with demo_upstream() as up, recorder_at(db_url, {"demo": up}) as rec:
+        async with httpx.AsyncClient(base_url=rec, timeout=60) as client:
+            body = jsonl(export("big", "tb", 2500))  # three append batches
+            answers = await asyncio.gather(
+                *(client.post("/import", content=body) for _ in range(4))
+            )
+            codes = sorted(a.status_code for a in answers)
+            assert codes[0] == 200 and set(codes) <= {200, 409}, [a.text for a in answers]
+            created = [a.json()["runsCreated"] for a in answers if a.status_code == 200]
+            assert sum(created) == 1
+            run = (await client.get("/runs/big")).json()
+            assert (run["eventCount"], run["status"]) == (2500, "finished")
+            again = await client.post("/import", content=body)
+            assert again.json() == {"runsCreated": 0, "runsSkipped": 1, "eventsAdded": 0}
