@@ -84,7 +84,10 @@ def create_run(run: NewRun) -> Body[Run]:
     then insert the run and its input; a thread created here from a given parent keeps it
     as its source."""
     _refuse_nul(run.run_id, run.thread_id, run.parent_run_id)
-    now = run.created_at if run.created_at is not None else time.time()
+    # The heartbeat is the creation's own time, even for a run created with an earlier
+    # ``created_at`` (an import): a writer is at work on it, not one that stopped long ago.
+    beat = time.time()
+    now = run.created_at if run.created_at is not None else beat
     created = yield INSERT_THREAD, (run.thread_id, run.agent, now, now)
     if run.new_thread and not created:
         raise Conflict(
@@ -106,7 +109,7 @@ def create_run(run: NewRun) -> Body[Run]:
         inferred,
         run.origin,
         now,
-        now,
+        beat,
         run.owner,
     )
     yield INSERT_RUN, columns
@@ -132,7 +135,7 @@ def create_run(run: NewRun) -> Body[Run]:
         event_count=0,
         created_at=now,
         finished_at=None,
-        heartbeat_at=now,
+        heartbeat_at=beat,
         owner=run.owner,
     )
 
