@@ -89,6 +89,9 @@ class Runtime:
         for task in self._tasks:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+        if self.proxy.unclosed:  # a last try; else the next process marks them incomplete
+            with contextlib.suppress(Exception):
+                await self.proxy.close_left_open()
         await self.proxy.close()
         if self.journal is not None:
             await self.journal.close()
@@ -106,6 +109,8 @@ class Runtime:
             with contextlib.suppress(Exception):
                 await self.store.heartbeat(list(self.proxy.active), self.owner)
                 await self.reap()
+                if self.proxy.unclosed:
+                    await self.proxy.close_left_open()
 
 
 def upstream_client(settings: Settings) -> UpstreamClient:
