@@ -51,7 +51,7 @@ T = TypeVar("T")
 LOG = logging.getLogger("recorder.journal")
 _GROUP = 5000  # events per drained commit
 _RETRY = (0.2, 0.5, 1.0, 2.0)  # seconds between attempts to reach the database
-_LAST_DRAIN = 30.0  # seconds a closing recorder gives its journal to reach the database
+_LAST_DRAIN = 10.0  # seconds a closing recorder gives its journal to reach the database
 
 
 class _Fallback(Exception):
