@@ -109,7 +109,9 @@ class Runtime:
             with contextlib.suppress(Exception):
                 await self.store.heartbeat(list(self.proxy.active), self.owner)
                 await self.reap()
-                if self.proxy.unclosed:
+                # While the journal holds writes, a run's end may be in it, not yet in the
+                # database: close what an outage left open only once the journal drained.
+                if self.proxy.unclosed and not (self.journal and self.journal.degraded):
                     await self.proxy.close_left_open()
 
 
