@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import orjson
 
-from recorder.errors import InputError, RunNotFound, ThreadNotFound
+from recorder.errors import InputError, RunNotFound, StoreError, ThreadNotFound
+from recorder.store.inputs import Chunk, batches, reassemble
 from recorder.store.model import Page, Run, Thread, ThreadFilter, ThreadSource
 from recorder.store.statements import EVENT_COLUMNS, Body, Fetch, FetchEvents
 from recorder.wire.events import RecordedEvent
@@ -16,13 +18,13 @@ from recorder.wire.events import RecordedEvent
 _RUN_COLUMNS = (
     "r.run_id, r.thread_id, r.agent, r.status, {input}, r.parent_run_id, r.parent_seq, "
     "r.parent_inferred, r.origin, r.outcome, r.error, r.violations, r.event_count, "
-    "r.created_at, r.finished_at, r.heartbeat_at, r.owner"
+    "r.created_at, r.finished_at, r.heartbeat_at, r.owner, {root}"
 )
 RUNS = (
-    f"SELECT {_RUN_COLUMNS.format(input='i.input')} "
+    f"SELECT {_RUN_COLUMNS.format(input='i.input', root='i.root')} "
     "FROM runs r LEFT JOIN run_inputs i ON i.run_id = r.run_id"
 )
-RUNS_WITHOUT_INPUT = f"SELECT {_RUN_COLUMNS.format(input='NULL')} FROM runs r"
+RUNS_WITHOUT_INPUT = f"SELECT {_RUN_COLUMNS.format(input='NULL', root='NULL')} FROM runs r"
 RUN = Fetch(f"{RUNS} WHERE r.run_id = ?")
 _OF_THREAD = " WHERE r.thread_id = ? ORDER BY r.created_at, r.run_id"
 RUNS_OF_THREAD = Fetch(RUNS_WITHOUT_INPUT + _OF_THREAD)
@@ -41,6 +43,7 @@ FORKS = Fetch(
     f"{THREADS} WHERE source_run_id IN (SELECT run_id FROM runs WHERE runs.thread_id = ?) "
     "AND threads.thread_id <> ? ORDER BY created_at, threads.thread_id"
 )
+CHUNKS = "SELECT hash, level, data FROM input_chunks WHERE hash IN"
 MAX_POSITION = Fetch("SELECT max(position) FROM events")
 NEAREST_CHECKPOINT = Fetch(
     "SELECT seq, data FROM checkpoints WHERE run_id = ? AND seq <= ? ORDER BY seq DESC LIMIT 1"
@@ -51,7 +54,29 @@ def get_run(run_id: str) -> Body[Run]:
     rows = yield RUN, (run_id,)
     if not rows:
         raise RunNotFound(run_id)
-    return _run(rows[0])
+    return (yield from _with_input(rows[0], {}))
+
+
+def _with_input(row: Sequence[Any], cache: dict[bytes, Chunk]) -> Body[Run]:
+    """The run of ``row``, its input rebuilt from its chunks when it is kept as a tree
+    (``cache``: chunks already read, shared by the runs of one read)."""
+    run = _run(row)
+    if row[17] is None:
+        return run
+    root = bytes(row[17])
+    wanted = [root]
+    while wanted:
+        missing = [key for key in dict.fromkeys(wanted) if key not in cache]
+        for batch in batches(missing):
+            marks = ", ".join("?" * len(batch))
+            found = yield Fetch(f"{CHUNKS} ({marks})"), batch
+            for key, level, data in found:
+                cache[bytes(key)] = Chunk(bytes(key), int(level), bytes(data))
+        if any(key not in cache for key in missing):
+            raise StoreError(f"the input of run {run.run_id!r} is missing from the store")
+        # A chunk read before had its whole subtree read with it.
+        wanted = [child for key in missing for child in cache[key].children()]
+    return replace(run, input=reassemble(root, cache))
 
 
 def read_events(
@@ -92,8 +117,15 @@ def max_position() -> Body[int]:
 
 
 def list_runs(thread_id: str, inputs: bool) -> Body[list[Run]]:
-    rows = yield (RUNS_OF_THREAD_WITH_INPUTS if inputs else RUNS_OF_THREAD), (thread_id,)
-    return [_run(row) for row in rows]
+    if not inputs:
+        rows = yield RUNS_OF_THREAD, (thread_id,)
+        return [_run(row) for row in rows]
+    rows = yield RUNS_OF_THREAD_WITH_INPUTS, (thread_id,)
+    cache: dict[bytes, Chunk] = {}
+    runs: list[Run] = []
+    for row in rows:
+        runs.append((yield from _with_input(row, cache)))
+    return runs
 
 
 def get_thread(thread_id: str) -> Body[Thread]:
@@ -126,6 +158,7 @@ def list_threads(filters: ThreadFilter, limit: int, cursor: str | None) -> Body[
 
 def lineage(run_id: str) -> Body[list[Run]]:
     chain: list[Run] = []
+    cache: dict[bytes, Chunk] = {}
     seen: set[str] = set()
     current: str | None = run_id
     while current is not None and current not in seen:
@@ -135,7 +168,7 @@ def lineage(run_id: str) -> Body[list[Run]]:
             if not chain:
                 raise RunNotFound(run_id)
             break  # a parent that was never recorded here (e.g. another system's run)
-        run = _run(rows[0])
+        run = yield from _with_input(rows[0], cache)
         chain.append(run)
         current = run.parent_run_id
     chain.reverse()

@@ -89,7 +89,10 @@ class SqlStore:
 
     async def create_run(self, run: NewRun) -> Run:
         taken = f"run {run.run_id!r} already exists"
-        return await self._write(lambda: writes.create_run(run), 1, len(run.input or b""), taken)
+        tree = writes.input_tree(run.input)
+        return await self._write(
+            lambda: writes.create_run(run, tree), 1, len(run.input or b""), taken
+        )
 
     async def append(self, run_id: str, events: Sequence[NewEvent]) -> list[Appended]:
         return (await self.append_batches([(run_id, events)]))[0]

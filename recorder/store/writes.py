@@ -22,6 +22,7 @@ from typing import Any
 import orjson
 
 from recorder.errors import InputError, RunClosed, RunNotFound, ThreadNotFound
+from recorder.store.inputs import INLINE_BELOW, InputTree, batches, build
 from recorder.store.model import (
     INCOMPLETE,
     RUNNING,
@@ -56,7 +57,7 @@ INSERT_RUN = Execute(
     "parent_inferred, origin, created_at, heartbeat_at, owner) "
     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
-INSERT_INPUT = Execute("INSERT INTO run_inputs (run_id, input) VALUES (?, ?)")
+INSERT_INPUT = Execute("INSERT INTO run_inputs (run_id, input, root) VALUES (?, ?, ?)")
 SET_SOURCE = Execute("UPDATE threads SET source_run_id = ?, source_seq = ? WHERE thread_id = ?")
 CLAIM = Fetch(
     "UPDATE runs SET event_count = event_count + ?, heartbeat_at = ? WHERE run_id = ? "
@@ -78,11 +79,20 @@ SAVE_CHECKPOINT = Execute(
 FRESH_FOR = 1.0
 
 
-def create_run(run: NewRun) -> Body[Run]:
+def input_tree(posted: bytes | None) -> InputTree | None:
+    """How ``create_run`` keeps ``posted``: None when whole (absent or small), else its
+    tree of chunks (``recorder.store.inputs``). Made once per run, outside the body, so a
+    transaction that starts over does not cut the input again."""
+    if posted is None or len(posted) < INLINE_BELOW:
+        return None
+    return build(posted)
+
+
+def create_run(run: NewRun, tree: InputTree | None = None) -> Body[Run]:
     """Claim the thread (insert-if-absent, then lock its row: concurrent first runs of a
     thread do not collide, and concurrent runs on it line up, each seeing the one before),
-    then insert the run and its input; a thread created here from a given parent keeps it
-    as its source."""
+    then insert the run and its input (whole, or the chunks of its ``tree`` the store
+    lacks); a thread created here from a given parent keeps it as its source."""
     _refuse_nul(run.run_id, run.thread_id, run.parent_run_id)
     now = run.created_at if run.created_at is not None else time.time()
     created = yield INSERT_THREAD, (run.thread_id, run.agent, now, now)
@@ -105,8 +115,11 @@ def create_run(run: NewRun) -> Body[Run]:
         run.owner,
     )
     yield INSERT_RUN, columns
-    if run.input is not None:
-        yield INSERT_INPUT, (run.run_id, run.input)
+    if tree is not None:
+        yield from insert_chunks(tree)
+        yield INSERT_INPUT, (run.run_id, None, tree.root)
+    elif run.input is not None:
+        yield INSERT_INPUT, (run.run_id, run.input, None)
     if created and parent is not None and not inferred and parent != run.run_id:
         # A new thread started from a given parent (a fork into a new thread): the thread
         # keeps the point it branched off at.
@@ -129,6 +142,37 @@ def create_run(run: NewRun) -> Body[Run]:
         finished_at=None,
         heartbeat_at=now,
         owner=run.owner,
+    )
+
+
+def insert_chunks(tree: InputTree) -> Body[int]:
+    """Insert the chunks of ``tree`` that the store lacks; how many it lacked.
+
+    From the root down: a chunk found stored has its whole subtree stored (a tree is
+    inserted in one transaction and chunks are never deleted), so only the children of
+    chunks inserted here are looked at, a level at a time. Each level is one statement
+    per batch, its rows sorted by hash: two transactions inserting shared chunks wait on
+    each other in one order and cannot deadlock.
+    """
+    inserted = 0
+    frontier = [tree.root]
+    while frontier:
+        new: list[bytes] = []
+        for batch in batches(sorted(frontier)):
+            chunks = [tree.chunks[key] for key in batch]
+            params = [v for chunk in chunks for v in (chunk.hash, chunk.level, chunk.data)]
+            rows = yield _insert_chunks(len(batch)), params
+            new += [bytes(row[0]) for row in rows]
+        inserted += len(new)
+        frontier = sorted({child for key in new for child in tree.chunks[key].children()})
+    return inserted
+
+
+def _insert_chunks(count: int) -> Fetch:
+    values = ", ".join(["(?, ?, ?)"] * count)
+    return Fetch(
+        f"INSERT INTO input_chunks (hash, level, data) VALUES {values} "
+        "ON CONFLICT (hash) DO NOTHING RETURNING hash"
     )
 
 

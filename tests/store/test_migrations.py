@@ -37,6 +37,7 @@ async def test_upgrade_downgrade_upgrade_without_drift(db_url: str) -> None:
                 "threads",
                 "runs",
                 "run_inputs",
+                "input_chunks",
                 "events",
                 "checkpoints",
             }
