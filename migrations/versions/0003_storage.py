@@ -1,9 +1,10 @@
-"""inputs as content-addressed chunks: ``input_chunks``, ``run_inputs.root``
+"""inputs and checkpoints as content-addressed chunks: ``input_chunks``, ``root`` columns
 
 A run's posted input is kept as the root of a tree of chunks shared by every run
 (``recorder.store.inputs``) instead of whole: ``run_inputs.input`` becomes optional (small
 inputs, and every input recorded before this revision, stay there as they are) and
-``run_inputs.root`` names the tree of the others.
+``run_inputs.root`` names the tree of the others. Checkpoints (a run's messages and state
+at a point) are kept the same way, in ``checkpoints.data`` or under ``checkpoints.root``.
 
 Revision ID: 0003_storage
 Revises: 0002
@@ -34,6 +35,9 @@ def upgrade() -> None:
     with op.batch_alter_table("run_inputs") as batch:
         batch.alter_column("input", existing_type=sa.LargeBinary(), nullable=True)
         batch.add_column(sa.Column("root", sa.LargeBinary(), nullable=True))
+    with op.batch_alter_table("checkpoints") as batch:
+        batch.alter_column("data", existing_type=sa.LargeBinary(), nullable=True)
+        batch.add_column(sa.Column("root", sa.LargeBinary(), nullable=True))
 
 
 def downgrade() -> None:
@@ -50,6 +54,11 @@ def downgrade() -> None:
             sa.text("UPDATE run_inputs SET input = :input WHERE run_id = :run_id"),
             {"input": whole, "run_id": run_id},
         )
+    # Checkpoints are derived: those kept as trees are dropped, and rebuilt when needed.
+    op.execute("DELETE FROM checkpoints WHERE data IS NULL")
+    with op.batch_alter_table("checkpoints") as batch:
+        batch.drop_column("root")
+        batch.alter_column("data", existing_type=sa.LargeBinary(), nullable=False)
     with op.batch_alter_table("run_inputs") as batch:
         batch.drop_column("root")
         batch.alter_column("input", existing_type=sa.LargeBinary(), nullable=False)

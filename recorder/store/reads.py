@@ -46,12 +46,14 @@ FORKS = Fetch(
 CHUNKS = "SELECT hash, level, data FROM input_chunks WHERE hash IN"
 MAX_POSITION = Fetch("SELECT max(position) FROM events")
 NEAREST_CHECKPOINT = Fetch(
-    "SELECT seq, data FROM checkpoints WHERE run_id = ? AND seq <= ? ORDER BY seq DESC LIMIT 1"
+    "SELECT seq, data, root FROM checkpoints WHERE run_id = ? AND seq <= ? "
+    "ORDER BY seq DESC LIMIT 1"
 )
+RUN_WITHOUT_INPUT = Fetch(f"{RUNS_WITHOUT_INPUT} WHERE r.run_id = ?")
 
 
-def get_run(run_id: str) -> Body[Run]:
-    rows = yield RUN, (run_id,)
+def get_run(run_id: str, with_input: bool = True) -> Body[Run]:
+    rows = yield (RUN if with_input else RUN_WITHOUT_INPUT), (run_id,)
     if not rows:
         raise RunNotFound(run_id)
     return (yield from _with_input(rows[0], {}))
@@ -63,7 +65,12 @@ def _with_input(row: Sequence[Any], cache: dict[bytes, Chunk]) -> Body[Run]:
     run = _run(row)
     if row[17] is None:
         return run
-    root = bytes(row[17])
+    data = yield from _tree(bytes(row[17]), cache, f"the input of run {run.run_id!r}")
+    return replace(run, input=data)
+
+
+def _tree(root: bytes, cache: dict[bytes, Chunk], what: str) -> Body[bytes]:
+    """The bytes kept under ``root``, read a level at a time."""
     wanted = [root]
     while wanted:
         missing = [key for key in dict.fromkeys(wanted) if key not in cache]
@@ -73,10 +80,10 @@ def _with_input(row: Sequence[Any], cache: dict[bytes, Chunk]) -> Body[Run]:
             for key, level, data in found:
                 cache[bytes(key)] = Chunk(bytes(key), int(level), bytes(data))
         if any(key not in cache for key in missing):
-            raise StoreError(f"the input of run {run.run_id!r} is missing from the store")
+            raise StoreError(f"{what} is missing from the store")
         # A chunk read before had its whole subtree read with it.
         wanted = [child for key in missing for child in cache[key].children()]
-    return replace(run, input=reassemble(root, cache))
+    return reassemble(root, cache)
 
 
 def read_events(
@@ -177,7 +184,12 @@ def lineage(run_id: str) -> Body[list[Run]]:
 
 def nearest_checkpoint(run_id: str, seq: int) -> Body[tuple[int, bytes] | None]:
     rows = yield NEAREST_CHECKPOINT, (run_id, seq)
-    return (int(rows[0][0]), bytes(rows[0][1])) if rows else None
+    if not rows:
+        return None
+    at, data, root = rows[0]
+    if data is None:  # kept as a tree
+        data = yield from _tree(bytes(root), {}, f"a checkpoint of run {run_id!r}")
+    return int(at), bytes(data)
 
 
 def _thread_conditions(f: ThreadFilter) -> tuple[list[str], list[Any]]:

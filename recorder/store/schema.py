@@ -122,5 +122,7 @@ checkpoints = Table(
     metadata,
     Column("run_id", String, ForeignKey("runs.run_id"), primary_key=True),
     Column("seq", Integer, primary_key=True),
-    Column("data", LargeBinary, nullable=False),
+    # Small ones whole, others as the root of a tree in ``input_chunks``, like inputs.
+    Column("data", LargeBinary, nullable=True),
+    Column("root", LargeBinary, nullable=True),
 )

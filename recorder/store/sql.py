@@ -90,9 +90,9 @@ class SqlStore:
     async def create_run(self, run: NewRun) -> Run:
         taken = f"run {run.run_id!r} already exists"
         tree = writes.input_tree(run.input)
-        return await self._write(
-            lambda: writes.create_run(run, tree), 1, len(run.input or b""), taken
-        )
+        # A tree usually adds a few chunks to what is stored: a small transaction.
+        size = 0 if tree is not None else len(run.input or b"")
+        return await self._write(lambda: writes.create_run(run, tree), 1, size, taken)
 
     async def append(self, run_id: str, events: Sequence[NewEvent]) -> list[Appended]:
         return (await self.append_batches([(run_id, events)]))[0]
@@ -147,12 +147,17 @@ class SqlStore:
         return closed
 
     async def save_checkpoint(self, run_id: str, seq: int, data: bytes) -> None:
-        await self._write(lambda: writes.save_checkpoint(run_id, seq, data), 0, len(data))
+        tree = writes.input_tree(data)
+        size = 0 if tree is not None else len(data)
+        await self._write(lambda: writes.save_checkpoint(run_id, seq, data, tree), 0, size)
+
+    async def drop_checkpoints(self, run_id: str | None = None) -> int:
+        return await self._write(lambda: writes.drop_checkpoints(run_id))
 
     # -- reading ---------------------------------------------------------------------------
 
-    async def get_run(self, run_id: str) -> Run:
-        return await self._read(lambda: reads.get_run(run_id))
+    async def get_run(self, run_id: str, *, input: bool = True) -> Run:
+        return await self._read(lambda: reads.get_run(run_id, input))
 
     async def read_events(
         self, run_id: str, *, gt: int = -1, lte: int | None = None, limit: int | None = None

@@ -72,9 +72,11 @@ HEARTBEAT = Execute(
 )
 RUN_EXISTS = Fetch("SELECT 1 FROM runs WHERE run_id = ?")
 SAVE_CHECKPOINT = Execute(
-    "INSERT INTO checkpoints (run_id, seq, data) VALUES (?, ?, ?) "
+    "INSERT INTO checkpoints (run_id, seq, data, root) VALUES (?, ?, ?, ?) "
     "ON CONFLICT (run_id, seq) DO NOTHING"
 )
+DROP_CHECKPOINTS = Execute("DELETE FROM checkpoints")
+DROP_RUN_CHECKPOINTS = Execute("DELETE FROM checkpoints WHERE run_id = ?")
 # A run that appended within this long was refreshed by the append itself.
 FRESH_FOR = 1.0
 
@@ -258,11 +260,23 @@ def mark_incomplete(
     return sorted(str(row[0]) for row in rows)
 
 
-def save_checkpoint(run_id: str, seq: int, data: bytes) -> Body[None]:
+def save_checkpoint(run_id: str, seq: int, data: bytes, tree: InputTree | None) -> Body[None]:
     # A checkpoint that exists already was saved by a concurrent reader: same data.
     if not (yield RUN_EXISTS, (run_id,)):
         raise RunNotFound(run_id)
-    yield SAVE_CHECKPOINT, (run_id, seq, data)
+    if tree is None:
+        yield SAVE_CHECKPOINT, (run_id, seq, data, None)
+    else:
+        yield from insert_chunks(tree)
+        yield SAVE_CHECKPOINT, (run_id, seq, None, tree.root)
+
+
+def drop_checkpoints(run_id: str | None) -> Body[int]:
+    if run_id is None:
+        dropped: int = yield DROP_CHECKPOINTS, ()
+    else:
+        dropped = yield DROP_RUN_CHECKPOINTS, (run_id,)
+    return dropped
 
 
 def _claimed(run_id: str, count: int, row: Sequence[Any] | None) -> tuple[str, int]:

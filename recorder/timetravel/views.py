@@ -173,7 +173,7 @@ async def events_page(
     check_after_seq(after_seq)
     if not 1 <= limit <= 10_000:
         raise InputError(f"limit must be 1 to 10000, got {limit}")
-    run = await store.get_run(run_id)
+    run = await store.get_run(run_id, input=False)
     events = await store.read_events(run_id, gt=after_seq, limit=limit)
     more = bool(events) and events[-1].seq < run.event_count - 1
     return {
@@ -201,7 +201,9 @@ async def run_state(
     store: EventStore, history: History, run_id: str, *, seq: int | None = None
 ) -> dict[str, Any]:
     """Messages, state and pending interrupts after event ``seq`` (default: the end)."""
-    run = await store.get_run(run_id)
+    # Without its input: a checkpoint usually answers, and the projection reads the input
+    # only when it folds from the run's start.
+    run = await store.get_run(run_id, input=False)
     check_seq(run, seq)
     at = await history.project(run, seq)
     return {"threadId": run.thread_id, "runId": run_id, "seq": seq, **at.to_json()}
@@ -228,7 +230,7 @@ async def thread_state(
             "problems": [],
         }
         return {"threadId": thread_id, "runId": None, "seq": None, **empty}
-    run = await store.get_run(run_id)
+    run = await store.get_run(run_id, input=False)
     if run.thread_id != thread_id:
         raise InputError(f"run {run_id!r} is not in thread {thread_id!r}")
     check_seq(run, seq)
@@ -272,7 +274,7 @@ async def _checkpoint(history: History, run: Run, seq: int) -> dict[str, Any]:
 
 async def verify_run(store: EventStore, run_id: str) -> dict[str, Any]:
     """The reference client's checks over the run's recorded events, in order."""
-    run = await store.get_run(run_id)
+    run = await store.get_run(run_id, input=False)
     frames: list[bytes] = []
     done = -1
     while True:
