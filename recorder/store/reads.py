@@ -10,7 +10,7 @@ from typing import Any
 import orjson
 
 from recorder.errors import InputError, RunNotFound, StoreError, ThreadNotFound
-from recorder.store.inputs import Chunk, batches, reassemble
+from recorder.store.inputs import Chunk, ChunkCache, batches, reassemble
 from recorder.store.model import Page, Run, Thread, ThreadFilter, ThreadSource
 from recorder.store.statements import EVENT_COLUMNS, Body, Fetch, FetchEvents
 from recorder.wire.events import RecordedEvent
@@ -52,16 +52,15 @@ NEAREST_CHECKPOINT = Fetch(
 RUN_WITHOUT_INPUT = Fetch(f"{RUNS_WITHOUT_INPUT} WHERE r.run_id = ?")
 
 
-def get_run(run_id: str, with_input: bool = True) -> Body[Run]:
+def get_run(run_id: str, with_input: bool, cache: ChunkCache) -> Body[Run]:
     rows = yield (RUN if with_input else RUN_WITHOUT_INPUT), (run_id,)
     if not rows:
         raise RunNotFound(run_id)
-    return (yield from _with_input(rows[0], {}))
+    return (yield from _with_input(rows[0], cache))
 
 
-def _with_input(row: Sequence[Any], cache: dict[bytes, Chunk]) -> Body[Run]:
-    """The run of ``row``, its input rebuilt from its chunks when it is kept as a tree
-    (``cache``: chunks already read, shared by the runs of one read)."""
+def _with_input(row: Sequence[Any], cache: ChunkCache) -> Body[Run]:
+    """The run of ``row``, its input rebuilt from its chunks when it is kept as a tree."""
     run = _run(row)
     if row[17] is None:
         return run
@@ -69,21 +68,29 @@ def _with_input(row: Sequence[Any], cache: dict[bytes, Chunk]) -> Body[Run]:
     return replace(run, input=data)
 
 
-def _tree(root: bytes, cache: dict[bytes, Chunk], what: str) -> Body[bytes]:
-    """The bytes kept under ``root``, read a level at a time."""
+def _tree(root: bytes, cache: ChunkCache, what: str) -> Body[bytes]:
+    """The bytes kept under ``root``, read a level at a time (what ``cache`` lacks)."""
+    found: dict[bytes, Chunk] = {}
     wanted = [root]
     while wanted:
-        missing = [key for key in dict.fromkeys(wanted) if key not in cache]
+        level = list(dict.fromkeys(wanted))
+        missing: list[bytes] = []
+        for key in level:
+            chunk = cache.get(key)
+            if chunk is None:
+                missing.append(key)
+            else:
+                found[key] = chunk
         for batch in batches(missing):
             marks = ", ".join("?" * len(batch))
-            found = yield Fetch(f"{CHUNKS} ({marks})"), batch
-            for key, level, data in found:
-                cache[bytes(key)] = Chunk(bytes(key), int(level), bytes(data))
-        if any(key not in cache for key in missing):
+            rows = yield Fetch(f"{CHUNKS} ({marks})"), batch
+            read = [Chunk(bytes(key), int(depth), bytes(data)) for key, depth, data in rows]
+            found.update((chunk.hash, chunk) for chunk in read)
+            cache.put(read)
+        if any(key not in found for key in missing):
             raise StoreError(f"{what} is missing from the store")
-        # A chunk read before had its whole subtree read with it.
-        wanted = [child for key in missing for child in cache[key].children()]
-    return reassemble(root, cache)
+        wanted = [child for key in level for child in found[key].children()]
+    return reassemble(root, found)
 
 
 def read_events(
@@ -123,12 +130,11 @@ def max_position() -> Body[int]:
     return int(value or 0)
 
 
-def list_runs(thread_id: str, inputs: bool) -> Body[list[Run]]:
+def list_runs(thread_id: str, inputs: bool, cache: ChunkCache) -> Body[list[Run]]:
     if not inputs:
         rows = yield RUNS_OF_THREAD, (thread_id,)
         return [_run(row) for row in rows]
     rows = yield RUNS_OF_THREAD_WITH_INPUTS, (thread_id,)
-    cache: dict[bytes, Chunk] = {}
     runs: list[Run] = []
     for row in rows:
         runs.append((yield from _with_input(row, cache)))
@@ -163,9 +169,8 @@ def list_threads(filters: ThreadFilter, limit: int, cursor: str | None) -> Body[
     return Page(items, _encode_cursor(items[-1].updated_at, items[-1].thread_id))
 
 
-def lineage(run_id: str) -> Body[list[Run]]:
+def lineage(run_id: str, cache: ChunkCache) -> Body[list[Run]]:
     chain: list[Run] = []
-    cache: dict[bytes, Chunk] = {}
     seen: set[str] = set()
     current: str | None = run_id
     while current is not None and current not in seen:
@@ -182,13 +187,13 @@ def lineage(run_id: str) -> Body[list[Run]]:
     return chain
 
 
-def nearest_checkpoint(run_id: str, seq: int) -> Body[tuple[int, bytes] | None]:
+def nearest_checkpoint(run_id: str, seq: int, cache: ChunkCache) -> Body[tuple[int, bytes] | None]:
     rows = yield NEAREST_CHECKPOINT, (run_id, seq)
     if not rows:
         return None
     at, data, root = rows[0]
     if data is None:  # kept as a tree
-        data = yield from _tree(bytes(root), {}, f"a checkpoint of run {run_id!r}")
+        data = yield from _tree(bytes(root), cache, f"a checkpoint of run {run_id!r}")
     return int(at), bytes(data)
 
 

@@ -30,6 +30,7 @@ from typing import Protocol, TypeVar
 
 from recorder.store import reads, writes
 from recorder.store.errors import Failure, store_errors
+from recorder.store.inputs import ChunkCache
 from recorder.store.model import (
     Appended,
     NewEvent,
@@ -73,6 +74,7 @@ class SqlStore:
         self.url = database.url
         self._wake = asyncio.Event()
         self._listening = False
+        self._chunks = ChunkCache()
 
     @property
     def append_survives_cancel(self) -> bool:
@@ -92,7 +94,10 @@ class SqlStore:
         tree = writes.input_tree(run.input)
         # A tree usually adds a few chunks to what is stored: a small transaction.
         size = 0 if tree is not None else len(run.input or b"")
-        return await self._write(lambda: writes.create_run(run, tree), 1, size, taken)
+        created = await self._write(lambda: writes.create_run(run, tree), 1, size, taken)
+        if tree is not None:
+            self._chunks.put(tree.chunks.values())
+        return created
 
     async def append(self, run_id: str, events: Sequence[NewEvent]) -> list[Appended]:
         return (await self.append_batches([(run_id, events)]))[0]
@@ -150,6 +155,8 @@ class SqlStore:
         tree = writes.input_tree(data)
         size = 0 if tree is not None else len(data)
         await self._write(lambda: writes.save_checkpoint(run_id, seq, data, tree), 0, size)
+        if tree is not None:
+            self._chunks.put(tree.chunks.values())
 
     async def drop_checkpoints(self, run_id: str | None = None) -> int:
         return await self._write(lambda: writes.drop_checkpoints(run_id))
@@ -157,7 +164,7 @@ class SqlStore:
     # -- reading ---------------------------------------------------------------------------
 
     async def get_run(self, run_id: str, *, input: bool = True) -> Run:
-        return await self._read(lambda: reads.get_run(run_id, input))
+        return await self._read(lambda: reads.get_run(run_id, input, self._chunks))
 
     async def read_events(
         self, run_id: str, *, gt: int = -1, lte: int | None = None, limit: int | None = None
@@ -173,7 +180,7 @@ class SqlStore:
         return await self._read(reads.max_position)
 
     async def list_runs(self, thread_id: str, *, inputs: bool = False) -> list[Run]:
-        return await self._read(lambda: reads.list_runs(thread_id, inputs))
+        return await self._read(lambda: reads.list_runs(thread_id, inputs, self._chunks))
 
     async def get_thread(self, thread_id: str) -> Thread:
         return await self._read(lambda: reads.get_thread(thread_id))
@@ -188,10 +195,10 @@ class SqlStore:
         return await self._read(lambda: reads.list_threads(wanted, limit, cursor))
 
     async def lineage(self, run_id: str) -> list[Run]:
-        return await self._read(lambda: reads.lineage(run_id))
+        return await self._read(lambda: reads.lineage(run_id, self._chunks))
 
     async def nearest_checkpoint(self, run_id: str, seq: int) -> tuple[int, bytes] | None:
-        return await self._read(lambda: reads.nearest_checkpoint(run_id, seq))
+        return await self._read(lambda: reads.nearest_checkpoint(run_id, seq, self._chunks))
 
     async def wait(self, timeout: float) -> None:
         if not self._listening:
