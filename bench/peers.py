@@ -22,14 +22,13 @@ latest to-dos are kept, ~1.5 KB of state).
 
 SQLite: separate fresh files, both ``journal_mode=WAL`` and ``synchronous=NORMAL`` (set on the
 LangGraph connection too, which by default keeps SQLite's FULL). PostgreSQL: a fresh
-database each. Bytes on disk: growth of the database (file + WAL after a checkpoint, or the
+database each. Bytes on disk: growth of the database (its pages, WAL included, or the
 tables with their indexes and TOAST) over the empty schema, per turn.
 """
 
 from __future__ import annotations
 
 import contextlib
-import os
 import random
 import statistics
 import time
@@ -276,9 +275,15 @@ async def sqlite_sides(ctx: Context, stamp: str) -> AsyncIterator[tuple[Side, Si
 
 
 async def _sqlite_size(path: str) -> int:
+    # The database's pages as a reader sees them (pages still in the WAL included): the
+    # files themselves lag behind while a store holds the database open.
     async with aiosqlite.connect(path) as conn:
         await conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    return sum(os.path.getsize(p) for p in (path, path + "-wal") if os.path.exists(p))
+        async with conn.execute("PRAGMA page_count") as cursor:
+            pages = (await cursor.fetchone() or (0,))[0]
+        async with conn.execute("PRAGMA page_size") as cursor:
+            page_size = (await cursor.fetchone() or (0,))[0]
+    return int(pages) * int(page_size)
 
 
 @contextlib.asynccontextmanager

@@ -38,7 +38,7 @@ class History:
     """Projections of recorded runs; ``checkpoint_every`` 0 or less keeps no checkpoints
     and reads none (every query folds from the run's start)."""
 
-    def __init__(self, store: EventStore, *, checkpoint_every: int = 1000) -> None:
+    def __init__(self, store: EventStore, *, checkpoint_every: int = 250) -> None:
         self.store = store
         self.checkpoints = checkpoint_every > 0
         self.checkpoint_every = checkpoint_every if self.checkpoints else 2**62
