@@ -194,13 +194,15 @@ class Context:
         running = self.pool.url("commit-pg")
         if running is not None:
             urls["pg"] = running
+            urls["pg2"] = self.pool.url("commit-pg2") or ""
         elif not await self.pg.available():
-            skipped["pg"] = self.pg.unavailable or "PostgreSQL unavailable"
+            skipped["pg"] = skipped["pg2"] = self.pg.unavailable or "PostgreSQL unavailable"
         else:
+            # Two recorder processes on one database: the scale-out rows use both.
             dsn = await self.pg.create("proxy")
             agents = ["--agent", f"up={upstream}/events", "--agent", f"small={upstream}/small"]
-            started = await self.pool.start(
-                {"commit-pg": ["recorder", "--db", store_url(dsn), *agents]}
-            )
-            urls["pg"] = started["commit-pg"]
+            recorder = ["recorder", "--db", store_url(dsn), *agents]
+            first = await self.pool.start({"commit-pg": recorder})  # it migrates
+            second = await self.pool.start({"commit-pg2": recorder})
+            urls["pg"], urls["pg2"] = first["commit-pg"], second["commit-pg2"]
         return urls, skipped

@@ -27,7 +27,7 @@ async def run(ctx: Context) -> list[Row]:
         "buffered": urls["buffered"] + "/agents/up",
     }
     targets |= {name: url + "/agents/up" for name, url in anchors.items()}
-    paths = tuple(targets)
+    paths = tuple(path for path in targets if path != "pg2")
     rates: dict[str, list[float]] = {path: [] for path in paths}
     async with new_client() as client:
 
@@ -37,13 +37,15 @@ async def run(ctx: Context) -> list[Row]:
             )
             if frames < expected:
                 raise StreamError(f"{path}: {frames} frames of {expected}")
-            if path in ("commit", "buffered", "pg"):
+            if path in ("commit", "buffered", "pg", "pg2"):
                 await settled(client, urls[path], run_id)
             return expected / elapsed
 
-        async def aggregate(path: str, streams: int) -> float:
+        async def aggregate(path: str, streams: int, *more: str) -> float:
+            """Events/s of ``streams`` requests at once, spread over ``path`` and ``more``."""
+            spread = [path, *more]
             started = time.perf_counter()
-            await asyncio.gather(*(measure(path) for _ in range(streams)))
+            await asyncio.gather(*(measure(spread[n % len(spread)]) for n in range(streams)))
             return streams * expected / (time.perf_counter() - started)
 
         for path in paths:  # warm-up: connections, imports, the first run of each server
@@ -62,7 +64,11 @@ async def run(ctx: Context) -> list[Row]:
         await asyncio.gather(*(measure("commit") for _ in range(streams)))
         second_batch = ctx.pool.rss_mb("commit")
         many = ctx.plan.aggregate_streams
-        totals = {path: await aggregate(path, many) for path in ("commit", *anchors)}
+        totals = {
+            path: await aggregate(path, many) for path in ("commit", *anchors) if path != "pg2"
+        }
+        if "pg2" in anchors:
+            totals["two"] = await aggregate("pg", many, "pg2")
     workload = f"{expected:,} mixed events per request, one per chunk"
     memory = [
         Row(
@@ -146,7 +152,7 @@ def _anchored(
 
     def row(name: str, path: str, base: str, target: float | None, figures: Any) -> Row:
         made = Row("proxy", name, "ev/s")
-        why = skipped.get(base) or skipped.get(path, "")
+        why = skipped.get(base) or skipped.get("pg2" if path == "two" else path, "")
         if why:
             made.skipped = why
             return made
@@ -165,10 +171,13 @@ def _anchored(
         row("recorder (SQLite, commit) vs nginx", "commit", "nginx", 0.5, each),
         row("recorder (PostgreSQL, commit) vs nginx", "pg", "nginx", 0.4, each),
         row("nginx vs direct (context)", "nginx", "direct", None, each),
+        row(f"{many} streams at once, recorder (SQLite) vs nginx", "commit", "nginx", None, total),
+        row(f"{many} streams at once, recorder (PostgreSQL) vs nginx", "pg", "nginx", None, total),
         row(
-            f"{many} concurrent streams, recorder (SQLite) vs nginx", "commit", "nginx", None, total
-        ),
-        row(
-            f"{many} concurrent streams, recorder (PostgreSQL) vs nginx", "pg", "nginx", None, total
+            f"scale-out: {many} streams at once, two recorders vs one (PostgreSQL)",
+            "two",
+            "pg",
+            None,
+            total,
         ),
     ]
