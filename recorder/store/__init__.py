@@ -206,8 +206,9 @@ class EventStore(Protocol):
         """
         ...
 
-    async def lineage(self, run_id: str) -> list[Run]:
-        """The run's chain of parents, root first, the run itself last.
+    async def lineage(self, run_id: str, *, inputs: bool = True) -> list[Run]:
+        """The run's chain of parents, root first, the run itself last (with their posted
+        inputs unless ``inputs=False``).
 
         The chain ends at a parent that was never recorded here (another system's run).
         Raises ``RunNotFound`` if the run itself is unknown.

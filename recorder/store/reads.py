@@ -169,13 +169,13 @@ def list_threads(filters: ThreadFilter, limit: int, cursor: str | None) -> Body[
     return Page(items, _encode_cursor(items[-1].updated_at, items[-1].thread_id))
 
 
-def lineage(run_id: str, cache: ChunkCache) -> Body[list[Run]]:
+def lineage(run_id: str, inputs: bool, cache: ChunkCache) -> Body[list[Run]]:
     chain: list[Run] = []
     seen: set[str] = set()
     current: str | None = run_id
     while current is not None and current not in seen:
         seen.add(current)
-        rows = yield RUN, (current,)
+        rows = yield (RUN if inputs else RUN_WITHOUT_INPUT), (current,)
         if not rows:
             if not chain:
                 raise RunNotFound(run_id)

@@ -194,8 +194,8 @@ class SqlStore:
         wanted = filters or ThreadFilter()
         return await self._read(lambda: reads.list_threads(wanted, limit, cursor))
 
-    async def lineage(self, run_id: str) -> list[Run]:
-        return await self._read(lambda: reads.lineage(run_id, self._chunks))
+    async def lineage(self, run_id: str, *, inputs: bool = True) -> list[Run]:
+        return await self._read(lambda: reads.lineage(run_id, inputs, self._chunks))
 
     async def nearest_checkpoint(self, run_id: str, seq: int) -> tuple[int, bytes] | None:
         return await self._read(lambda: reads.nearest_checkpoint(run_id, seq, self._chunks))
