@@ -248,8 +248,9 @@ async def thread_history(
     await store.get_thread(thread_id)
     points = [
         (run, seq)
-        # (with their inputs: a run's starting point is its posted input)
-        for run in reversed(await store.list_runs(thread_id, inputs=True))
+        # Without their inputs: a run's end is its checkpoint, and its start (the posted
+        # input) is read for the points listed only.
+        for run in reversed(await store.list_runs(thread_id))
         for seq in ([run.event_count - 1, -1] if run.event_count else [-1])
     ]
     checkpoints = [await _checkpoint(history, run, seq) for run, seq in points[:limit]]
