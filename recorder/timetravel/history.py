@@ -74,7 +74,10 @@ class History:
         if target < -1:
             raise InputError(f"seq must be -1 or more, got {target}")
         target = min(target, last)
-        projector, done = await self._resume_point(run, target, _depth)
+        found = await self._checkpoint_at(run, target)
+        if found is not None and found[0] == target:  # nothing to fold: read it as it is
+            return Projector.projection_of(found[1])
+        projector, done = await self._resume_point(run, target, _depth, found)
         await self._fold(run, projector, done, target)
         return projector.take()
 
@@ -87,16 +90,23 @@ class History:
         last = run.event_count - 1
         if last < 0 or not self.checkpoints:
             return 0
-        projector, done = await self._resume_point(run, last, 0)
+        found = await self._checkpoint_at(run, last)
+        projector, done = await self._resume_point(run, last, 0, found)
         if done < last:
             await self._fold(run, projector, done, last, keep_last=True)
         return run.event_count
 
-    async def _resume_point(self, run: Run, target: int, depth: int) -> tuple[Projector, int]:
-        if target >= 0 and self.checkpoints:
-            found = await self.store.nearest_checkpoint(run.run_id, target)
-            if found is not None:
-                return Projector.restore(found[1]), found[0]
+    async def _checkpoint_at(self, run: Run, target: int) -> tuple[int, bytes] | None:
+        """The nearest checkpoint at or before ``target``, if checkpoints are kept."""
+        if target < 0 or not self.checkpoints:
+            return None
+        return await self.store.nearest_checkpoint(run.run_id, target)
+
+    async def _resume_point(
+        self, run: Run, target: int, depth: int, found: tuple[int, bytes] | None
+    ) -> tuple[Projector, int]:
+        if found is not None:
+            return Projector.restore(found[1]), found[0]
         start = await self.starting_point(run, depth)
         # The starting point was decoded for this call alone: the projector may own it.
         return Projector(start.messages, start.state, copy=False), -1
