@@ -125,7 +125,10 @@ async def check_history(store: EventStore, url: str, steps: list[Any]) -> None:
                 assert link.input == want[link.run_id]
         finally:
             await other.close()
-    # Export, import into a store of its own: the same bytes again.
+    # Export, import into a store of its own: the same bytes again. (An import takes
+    # only inputs that are JSON objects; bytes of any kind are the store's part above.)
+    if any(step[0] == "raw" for step in steps):
+        return
     lines = [line async for line in export_lines(store, list(threads))]
     copy = await open_store(MEMORY, migrate=True)
     try:
