@@ -146,7 +146,9 @@ class Settings(BaseSettings):
     max_frame_bytes: int = 10 * 1024 * 1024
     max_events_per_run: int = 1_000_000
     max_concurrent_runs: int = 256
-    checkpoint_every: int = 1000
+    # Events between a run's checkpoints (built when it closes; 0: none, every query folds
+    # from the run's start). Checkpoints share their chunks, so dense ones cost little.
+    checkpoint_every: int = 250
     heartbeat_interval: float = 5.0
     forward_headers: list[str] = Field(
         default_factory=lambda: ["authorization", "cookie", "accept-language", "user-agent"]

@@ -41,7 +41,7 @@ class Runtime:
         self.history = History(store, checkpoint_every=settings.checkpoint_every)
         self.metrics = Metrics() if settings.metrics else None
         self.traces = trace_export(settings, store) if settings.otel_endpoint else None
-        sinks: list[Callable[[RunReport], None]] = [log_run]
+        sinks: list[Callable[[RunReport], None]] = [log_run, self._closed]
         if self.traces is not None:
             sinks.append(self.traces)
         self.telemetry = Telemetry(self.metrics, sinks)
@@ -49,6 +49,7 @@ class Runtime:
             journal.observer = self.telemetry
         self.proxy = Proxy(journal or store, settings, client, self.owner, self.telemetry)
         self._tasks: list[asyncio.Task[None]] = []
+        self._to_checkpoint: asyncio.Queue[str] = asyncio.Queue()
         self._owns_store = False
         self._stop_metrics: Callable[[], None] | None = None
 
@@ -72,7 +73,17 @@ class Runtime:
             runtime._stop_metrics = runtime.metrics.serve(settings.metrics_address)
         await runtime.reap()
         runtime._tasks.append(asyncio.create_task(runtime._keep_alive(), name="heartbeat"))
+        runtime._tasks.append(asyncio.create_task(runtime._checkpointing(), name="checkpoints"))
         return runtime
+
+    def _closed(self, report: RunReport) -> None:
+        """A run ended: its checkpoints are built behind it (``History.build_checkpoints``)."""
+        if self.history.checkpoints:
+            self._to_checkpoint.put_nowait(report.end.run_id)
+
+    async def checkpoints_built(self) -> None:
+        """Wait until the runs ended so far have their checkpoints."""
+        await self._to_checkpoint.join()
 
     async def reap(self) -> list[str]:
         """Runs whose recorder stopped heartbeating (a crash) become ``incomplete``.
@@ -102,6 +113,17 @@ class Runtime:
             await asyncio.to_thread(self._stop_metrics)
         if self._owns_store:
             await self.store.close()
+
+    async def _checkpointing(self) -> None:
+        # One run at a time, off every client's path. A failure costs only speed: a query
+        # then folds from the nearest checkpoint there is.
+        while True:
+            run_id = await self._to_checkpoint.get()
+            try:
+                with contextlib.suppress(Exception):
+                    await self.history.build_checkpoints(run_id)
+            finally:
+                self._to_checkpoint.task_done()
 
     async def _keep_alive(self) -> None:
         while True:

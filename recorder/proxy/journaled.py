@@ -372,8 +372,8 @@ class JournaledStore:
             owner=owner, stale_before=stale_before, exclude_owner=exclude_owner
         )
 
-    async def get_run(self, run_id: str) -> Run:
-        return await self.store.get_run(run_id)
+    async def get_run(self, run_id: str, *, input: bool = True) -> Run:
+        return await self.store.get_run(run_id, input=input)
 
     async def read_events(
         self, run_id: str, *, gt: int = -1, lte: int | None = None, limit: int | None = None
@@ -402,11 +402,14 @@ class JournaledStore:
     ) -> Page:
         return await self.store.list_threads(filters, limit=limit, cursor=cursor)
 
-    async def lineage(self, run_id: str) -> list[Run]:
-        return await self.store.lineage(run_id)
+    async def lineage(self, run_id: str, *, inputs: bool = True) -> list[Run]:
+        return await self.store.lineage(run_id, inputs=inputs)
 
     async def save_checkpoint(self, run_id: str, seq: int, data: bytes) -> None:
         await self.store.save_checkpoint(run_id, seq, data)
+
+    async def drop_checkpoints(self, run_id: str | None = None) -> int:
+        return await self.store.drop_checkpoints(run_id)
 
     async def nearest_checkpoint(self, run_id: str, seq: int) -> tuple[int, bytes] | None:
         return await self.store.nearest_checkpoint(run_id, seq)
