@@ -22,6 +22,7 @@ from typing import Any
 import orjson
 
 from recorder.errors import InputError, RunClosed, RunNotFound, ThreadNotFound
+from recorder.store import chain
 from recorder.store.model import (
     INCOMPLETE,
     RUNNING,
@@ -58,12 +59,32 @@ INSERT_RUN = Execute(
 )
 INSERT_INPUT = Execute("INSERT INTO run_inputs (run_id, input) VALUES (?, ?)")
 SET_SOURCE = Execute("UPDATE threads SET source_run_id = ?, source_seq = ? WHERE thread_id = ?")
+# The run's last hash rides along: the subquery in RETURNING reads the event before the
+# new ones (the new event_count minus the count taken, minus one), so chaining an append
+# costs no statement of its own.
 CLAIM = Fetch(
     "UPDATE runs SET event_count = event_count + ?, heartbeat_at = ? WHERE run_id = ? "
-    "RETURNING thread_id, event_count, status"
+    "RETURNING thread_id, event_count, status, (SELECT hash FROM events "
+    "WHERE events.run_id = runs.run_id AND events.seq = runs.event_count - ? - 1)"
 )
+# Closing a run seals it into its thread's chain. The thread's row is locked first (the
+# lock order above), then the run's row is read with its last hash.
+LOCK_THREAD_OF_RUN = Fetch(
+    "SELECT thread_id, head, sealed FROM threads "
+    "WHERE thread_id = (SELECT thread_id FROM runs WHERE run_id = ?)",
+    lock=True,
+)
+RUN_TAIL = Fetch(
+    "SELECT head, status, (SELECT hash FROM events WHERE events.run_id = runs.run_id "
+    "ORDER BY seq DESC LIMIT 1) FROM runs WHERE run_id = ?"
+)
+SEAL_RUN = Execute("UPDATE runs SET head = ?, seal = ? WHERE run_id = ?")
+SEAL_THREAD = Execute("UPDATE threads SET head = ?, sealed = ? WHERE thread_id = ?")
 SUMMARY_OF_RUN = Execute(
     "UPDATE threads SET summary = ? WHERE thread_id = (SELECT thread_id FROM runs WHERE run_id = ?)"
+)
+CLOSE_IF_RUNNING = Execute(
+    "UPDATE runs SET status = ?, finished_at = ? WHERE run_id = ? AND status = ?"
 )
 SET_SUMMARY = Execute("UPDATE threads SET summary = ? WHERE thread_id = ?")
 HEARTBEAT = Execute(
@@ -143,14 +164,25 @@ def append_batches(
     now = time.time()
     rows: list[tuple[Any, ...]] = []
     results: list[list[Appended]] = []
+    heads: dict[str, bytes] = {}  # a run's last hash, for its next batch in this call
     for run_id, events in batches:
-        found = yield CLAIM, (len(events), now, run_id)
-        thread_id, first_seq = _claimed(run_id, len(events), found[0] if found else None)
+        found = yield CLAIM, (len(events), now, run_id, len(events))
+        row = found[0] if found else None
+        thread_id, first_seq = _claimed(run_id, len(events), row)
+        previous = heads.get(run_id) or _previous(thread_id, run_id, first_seq, row)
         seqs = range(first_seq, first_seq + len(events))
         positions = range(position + 1, position + 1 + len(events))
+        types = [_typed(event.type) for event in events]
+        hashes = chain.event_links(
+            previous, first_seq, zip(types, [event.payload for event in events], strict=True)
+        )
+        if hashes:
+            heads[run_id] = hashes[-1]
         rows += [
-            (at, thread_id, run_id, seq, _typed(kind), payload, now if when is None else when, how)
-            for at, seq, (payload, kind, how, when) in zip(positions, seqs, events, strict=True)
+            (at, thread_id, run_id, seq, kind, payload, now if when is None else when, how, h)
+            for at, seq, kind, (payload, _, how, when), h in zip(
+                positions, seqs, types, events, hashes, strict=True
+            )
         ]
         results.append(list(map(Appended._make, zip(seqs, positions, strict=True))))
         position += len(events)
@@ -171,12 +203,30 @@ def set_status(
     values = _status_values(status, outcome, error, violations)
     if summary is not None:  # the thread's row first: see the lock order above
         yield SUMMARY_OF_RUN, (_without_nul(summary), run_id)
+    thread = (yield LOCK_THREAD_OF_RUN, (run_id,)) if status in TERMINAL else None
     assignments = ", ".join(f"{column} = ?" for column in values)
     update = Execute(f"UPDATE runs SET {assignments} WHERE run_id = ?")
     found = yield update, (*values.values(), run_id)
     if found == 0:
         raise RunNotFound(run_id)
+    if thread:
+        yield from seal(run_id, thread[0])
     yield NOTIFY, ()
+
+
+def seal(run_id: str, thread: Sequence[Any]) -> Body[None]:
+    """Keep the closed run's head and chain it into its thread (``thread``: the thread's
+    row from ``LOCK_THREAD_OF_RUN``, locked by the caller). A run sealed already is left
+    as it is: its place in the thread's chain is where it first closed."""
+    thread_id, thread_head, sealed = thread
+    ((run_head, _status, last),) = yield RUN_TAIL, (run_id,)
+    if run_head is not None:
+        return
+    head = bytes(last) if last is not None else chain.run_genesis(thread_id, run_id)
+    previous = bytes(thread_head) if thread_head is not None else chain.thread_genesis(thread_id)
+    number = int(sealed) + 1
+    yield SEAL_RUN, (head, number, run_id)
+    yield SEAL_THREAD, (chain.run_link(previous, run_id, head), number, thread_id)
 
 
 def set_summary(thread_id: str, summary: str) -> Body[None]:
@@ -204,14 +254,21 @@ def mark_incomplete(
     if stale_before is not None:
         conditions.append("(heartbeat_at IS NULL OR heartbeat_at < ?)")
         params.append(stale_before)
-    close = Fetch(
-        f"UPDATE runs SET status = ?, finished_at = ? WHERE {' AND '.join(conditions)} "
-        "RETURNING run_id"
-    )
-    rows = yield close, (INCOMPLETE, time.time(), *params)
-    if rows:
+    # Read first, then close each under its thread's lock (the lock order above): a run is
+    # closed only if it is still running by then.
+    candidates = Fetch(f"SELECT run_id FROM runs WHERE {' AND '.join(conditions)}")
+    rows = yield candidates, tuple(params)
+    closed: list[str] = []
+    now = time.time()
+    for (run_id,) in sorted(rows):
+        thread = yield LOCK_THREAD_OF_RUN, (run_id,)
+        found = yield CLOSE_IF_RUNNING, (INCOMPLETE, now, run_id, RUNNING)
+        if found and thread:
+            yield from seal(run_id, thread[0])
+            closed.append(str(run_id))
+    if closed:
         yield NOTIFY, ()
-    return sorted(str(row[0]) for row in rows)
+    return closed
 
 
 def save_checkpoint(run_id: str, seq: int, data: bytes) -> Body[None]:
@@ -219,6 +276,13 @@ def save_checkpoint(run_id: str, seq: int, data: bytes) -> Body[None]:
     if not (yield RUN_EXISTS, (run_id,)):
         raise RunNotFound(run_id)
     yield SAVE_CHECKPOINT, (run_id, seq, data)
+
+
+def _previous(thread_id: str, run_id: str, first_seq: int, row: Sequence[Any] | None) -> bytes:
+    """The hash the run's next event chains from: its last event's, or its genesis."""
+    if first_seq == 0 or row is None or row[3] is None:
+        return chain.run_genesis(thread_id, run_id)
+    return bytes(row[3])
 
 
 def _claimed(run_id: str, count: int, row: Sequence[Any] | None) -> tuple[str, int]:
