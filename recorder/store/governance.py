@@ -148,12 +148,20 @@ def _selected(selection: PurgeSelection) -> Body[tuple[list[str], list[str]]]:
             "AND runs.agent = ?)"
         )
         params.append(selection.agent)
+    if selection.exclude_agents:
+        marks = ", ".join("?" for _ in selection.exclude_agents)
+        conditions.append(
+            "NOT EXISTS (SELECT 1 FROM runs WHERE runs.thread_id = threads.thread_id "
+            f"AND runs.agent IN ({marks}))"
+        )
+        params += selection.exclude_agents
     query = Fetch(f"{SELECT_THREADS} WHERE {' AND '.join(conditions)} ORDER BY thread_id")
     ids = [str(row[0]) for row in (yield query, tuple(params))]
     missing: list[str] = []
     if selection.thread_ids:
         present = set(ids)
-        every = yield Fetch(f"{SELECT_THREADS} WHERE thread_id IN ({marks})"), selection.thread_ids
+        named = ", ".join("?" for _ in selection.thread_ids)
+        every = yield Fetch(f"{SELECT_THREADS} WHERE thread_id IN ({named})"), selection.thread_ids
         known = {str(row[0]) for row in every}
         missing = [t for t in dict.fromkeys(selection.thread_ids) if t not in known]
         ids = [t for t in ids if t in present]

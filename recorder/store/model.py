@@ -136,12 +136,15 @@ class Action:
 @dataclass(frozen=True, slots=True)
 class PurgeSelection:
     """Which threads a purge deletes: those named (all when none are), and of them those
-    last updated before ``updated_before`` (epoch seconds) and with a run of ``agent``,
-    when given. A selection that names nothing at all selects nothing."""
+    last updated before ``updated_before`` (epoch seconds), with a run of ``agent`` and
+    none of ``exclude_agents``, when given. A selection that names nothing is refused."""
 
     thread_ids: tuple[str, ...] = ()
     updated_before: float | None = None
     agent: str | None = None
+    # Threads with a run of any of these agents are left out (retention: an agent with an
+    # age of its own is not purged by the global one).
+    exclude_agents: tuple[str, ...] = ()
 
     @property
     def empty(self) -> bool:
