@@ -16,10 +16,11 @@ from recorder.errors import ConfigError
 from recorder.proxy.proxy import Proxy, new_owner
 from recorder.proxy.upstream import UpstreamClient
 from recorder.store import EventStore, open_store
-from recorder.telemetry.logs import log_run
+from recorder.telemetry.logs import SERVER, log_run
 from recorder.telemetry.metrics import Metrics
 from recorder.telemetry.observer import RunReport, TraceSink
 from recorder.telemetry.observers import Telemetry
+from recorder.timetravel.audit import apply_retention
 from recorder.timetravel.history import History
 
 
@@ -53,6 +54,8 @@ class Runtime:
             runtime._stop_metrics = runtime.metrics.serve(settings.metrics_address)
         await runtime.reap()
         runtime._tasks.append(asyncio.create_task(runtime._keep_alive(), name="heartbeat"))
+        if settings.retention is not None or settings.retention_agents:
+            runtime._tasks.append(asyncio.create_task(runtime._retain(), name="retention"))
         return runtime
 
     async def reap(self) -> list[str]:
@@ -85,6 +88,16 @@ class Runtime:
             with contextlib.suppress(Exception):
                 await self.store.heartbeat(list(self.proxy.active), self.owner)
                 await self.reap()
+
+    async def _retain(self) -> None:
+        """Purge what the retention settings say is too old: now, then every interval.
+        Each pass is in the audit log (actor ``retention``), with a tombstone per purge."""
+        while True:
+            try:
+                await apply_retention(self.store, self.settings)
+            except Exception:
+                SERVER.exception("retention pass failed")
+            await asyncio.sleep(self.settings.retention_interval)
 
 
 def upstream_client(settings: Settings) -> UpstreamClient:

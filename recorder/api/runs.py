@@ -5,13 +5,14 @@ from __future__ import annotations
 from fastapi import APIRouter, Header, Query, Request
 from fastapi.responses import Response
 
-from recorder.api.deps import RuntimeDep, TokenDep
+from recorder.api.deps import RuntimeDep, TokenDep, actor_of
 from recorder.api.proxy_endpoint import header_value
 from recorder.api.views import ERRORS, JSON, SSE_HEADERS, EventStream, proxied_response, stream_doc
 from recorder.errors import InputError, NotFound
 from recorder.models import EventPage, ForkBody, ForkPlan, Run, State, Verification
 from recorder.proxy.proxy import Relay
 from recorder.timetravel import views
+from recorder.timetravel.audit import audited
 from recorder.timetravel.fork import fork_request, plan_fork
 from recorder.timetravel.replay import stream_run
 
@@ -107,9 +108,15 @@ async def fork_run(run_id: str, body: ForkBody, request: Request, runtime: Runti
             f"this recorder does not know: start it with --agent {plan.agent}=URL (or "
             f"RECORDER_AGENTS={plan.agent}=URL, or a config file)"
         )
-    result = await runtime.proxy.start(
-        plan.agent, plan.body, request.headers, parent=(plan.parent_run_id, plan.parent_seq)
-    )
+    detail = {
+        "runId": plan.input.get("runId"),
+        "threadId": plan.thread_id,
+        "strategy": plan.strategy,
+    }
+    async with audited(runtime.store, actor_of(request), "fork", run_id, detail):
+        result = await runtime.proxy.start(
+            plan.agent, plan.body, request.headers, parent=(plan.parent_run_id, plan.parent_seq)
+        )
     response = proxied_response(result)
     if isinstance(result, Relay):
         response.headers[RELAYED] = "true"

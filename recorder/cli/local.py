@@ -35,6 +35,7 @@ from recorder.proxy.proxy import Relay
 from recorder.runtime import Runtime
 from recorder.store import EventStore, open_store
 from recorder.timetravel import views
+from recorder.timetravel.audit import CLI, audited
 from recorder.timetravel.fork import ForkPlan as Plan
 from recorder.timetravel.fork import fork_request, plan_fork
 from recorder.timetravel.history import History
@@ -182,7 +183,9 @@ class LocalBackend:
         runtime = await Runtime.start(self.settings, self.store)
         try:
             parent = (plan.parent_run_id, plan.parent_seq)
-            result = await runtime.proxy.start(plan.agent, plan.body, {}, parent=parent)
+            detail = {"runId": plan.input.get("runId"), "threadId": plan.thread_id}
+            async with audited(self.store, CLI, "fork", run_id, detail):
+                result = await runtime.proxy.start(plan.agent, plan.body, {}, parent=parent)
             if isinstance(result, Relay):
                 raise agent_answer(result.status, result.body)
             async for event in _events(result.chunks):
@@ -206,7 +209,9 @@ class LocalBackend:
         self, data: bytes | Iterable[bytes] | AsyncIterable[bytes]
     ) -> ImportReport:
         lines = data.splitlines() if isinstance(data, bytes) else data
-        report = await import_lines(self.store, lines)
+        async with audited(self.store, CLI, "import", None) as noted:
+            report = await import_lines(self.store, lines)
+            noted.update(views.import_view(report))
         return ImportReport.model_validate(views.import_view(report))
 
 
