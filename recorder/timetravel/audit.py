@@ -116,7 +116,7 @@ async def check_receipt(store: EventStore, body: dict[str, Any], key: str | None
     problems: list[dict[str, Any]] = []
     signature = body.get("signature")
     if signature is not None and not key:
-        raise ConfigError("the receipt is signed: set audit_key to check it")
+        raise InputError("the receipt is signed: set audit_key to check it")
     if key and (signature is None or not hmac.compare_digest(str(signature), sign(body, key))):
         what = "the receipt is not signed" if signature is None else "its signature does not match"
         problems.append({"threadId": "", "runId": None, "seq": None, "what": what})
