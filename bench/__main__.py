@@ -21,7 +21,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import asdict
 from pathlib import Path
 
-from bench import fold, inprocess, peers, proxy, replay, state, store, telemetry, ttfe
+from bench import chain, fold, inprocess, peers, proxy, replay, state, store, telemetry, ttfe
 from bench.context import Context, Plan, Postgres
 from bench.report import Row, machine, machine_line, table, write_json
 from bench.servers import ServerPool
@@ -34,6 +34,7 @@ BENCHMARKS: dict[str, tuple[Benchmark, str]] = {
     "replay": (replay.run, "SSE replay of a recorded run vs the upstream read directly"),
     "append": (store.run_append, "EventStore.append vs the raw driver"),
     "read": (store.run_read, "EventStore.read_events vs the raw driver"),
+    "chain": (chain.run, "EventStore.append with the hash chain vs without"),
     "fold": (fold.run, "projector.fold vs orjson.loads only"),
     "state": (state.run, "state at a point of a long run vs folding from its start"),
     "peers": (peers.run, "vs LangGraph's checkpointers: write, read at a point, size"),
