@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import time
 
-from recorder.config import Settings
+import pytest
+
+from recorder.config import Settings, load_settings, parse_age
+from recorder.errors import ConfigError
 from recorder.runtime import Runtime
 from recorder.store import EventStore, NewRun
 from recorder.timetravel.audit import apply_retention
@@ -53,3 +56,18 @@ async def test_retention_by_age_global_and_per_agent(store: EventStore) -> None:
     actions = await store.list_actions(action="purge")
     assert {a.actor for a in actions} == {"retention"}
     assert (await store.verify_chains()).ok
+
+
+def test_retention_settings_take_ages_and_refuse_others(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert parse_age("90d") == 90 * DAY and parse_age("12h") == 12 * 3600
+    assert parse_age("30m") == 1800 and parse_age("45s") == 45 and parse_age("2w") == 14 * DAY
+    for bad in ("", "90", "d", "-1d", "tomorrow", "infd"):
+        with pytest.raises(ConfigError, match="not an age"):
+            parse_age(bad)
+    monkeypatch.setenv("RECORDER_RETENTION", "30d")
+    monkeypatch.setenv("RECORDER_RETENTION_AGENTS", '{"support": "7d"}')
+    settings = load_settings()
+    assert (settings.retention, settings.retention_agents) == ("30d", {"support": "7d"})
+    monkeypatch.setenv("RECORDER_RETENTION_AGENTS", '{"support": "soon"}')
+    with pytest.raises(ConfigError, match="'soon' is not an age"):
+        load_settings()
