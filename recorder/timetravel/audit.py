@@ -356,3 +356,28 @@ def _iso(ts: float) -> str:
 
 def _hex(value: bytes | None) -> str | None:
     return None if value is None else value.hex()
+
+
+async def rewrite(
+    store: EventStore,
+    run_id: str,
+    payloads: dict[int, bytes],
+    *,
+    actor: str,
+    reason: str | None,
+) -> dict[str, Any]:
+    """The sanctioned rewrite of stored payloads (``EventStore.rewrite``), in the audit log."""
+    async with audited(store, actor, "rewrite", run_id, {"seqs": sorted(payloads)}) as noted:
+        report = await store.rewrite(run_id, payloads, actor=actor, reason=reason)
+        noted["record"] = report.id
+    return {
+        "record": report.id,
+        "runId": report.run_id,
+        "threadId": report.thread_id,
+        "rewritten": list(report.rewritten),
+        "rehashed": report.rehashed,
+        "oldHead": _hex(report.old_head),
+        "newHead": _hex(report.new_head),
+        "oldThreadHead": _hex(report.old_thread_head),
+        "newThreadHead": _hex(report.new_thread_head),
+    }
