@@ -53,20 +53,39 @@ def event_link(previous: bytes, seq: int, kind: str | None, payload: bytes) -> b
 def event_links(
     previous: bytes, first_seq: int, events: Iterable[tuple[str | None, bytes]]
 ) -> list[bytes]:
-    """The hashes of consecutive events from ``first_seq``, chained from ``previous``."""
+    """The hashes of consecutive events from ``first_seq``, chained from ``previous``.
+
+    The append path calls this for every event it records: the type's bytes (a few dozen
+    distinct types) are encoded once, and each link is one concatenation and one digest.
+    The bytes hashed are exactly ``event_link``'s."""
     hashes: list[bytes] = []
     append = hashes.append
+    pack = _SEQ.pack
+    tails = _TYPE_TAILS
     seq = first_seq
-    pack = _SEQ_TYPE.pack
     for kind, payload in events:
-        if kind is None:
-            previous = _sha256(previous + pack(seq, -1) + payload).digest()
-        else:
-            data = kind.encode("utf-8", "surrogatepass")
-            previous = _sha256(previous + pack(seq, len(data)) + data + payload).digest()
+        tail = tails.get(kind)
+        if tail is None:
+            tail = _type_tail(kind)
+        previous = _sha256(previous + pack(seq) + tail + payload).digest()
         append(previous)
         seq += 1
     return hashes
+
+
+_SEQ = struct.Struct(">q")
+_TYPE_TAILS: dict[str | None, bytes] = {None: struct.pack(">i", -1)}
+
+
+def _type_tail(kind: str | None) -> bytes:
+    """The type as hashed after the seq: its length (-1 for None), then its UTF-8 bytes."""
+    if kind is None:
+        return _TYPE_TAILS[None]
+    data = kind.encode("utf-8", "surrogatepass")
+    tail = struct.pack(">i", len(data)) + data
+    if len(_TYPE_TAILS) < 4096:  # types come from agents: keep the cache bounded
+        _TYPE_TAILS[kind] = tail
+    return tail
 
 
 def run_link(previous: bytes, run_id: str, head: bytes) -> bytes:

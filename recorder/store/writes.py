@@ -172,16 +172,14 @@ def append_batches(
         previous = heads.get(run_id) or _previous(thread_id, run_id, first_seq, row)
         seqs = range(first_seq, first_seq + len(events))
         positions = range(position + 1, position + 1 + len(events))
-        types = [_typed(event.type) for event in events]
-        hashes = chain.event_links(
-            previous, first_seq, zip(types, [event.payload for event in events], strict=True)
-        )
+        typed = [(_typed(kind), payload) for payload, kind, _, _ in events]
+        hashes = chain.event_links(previous, first_seq, typed)
         if hashes:
             heads[run_id] = hashes[-1]
         rows += [
             (at, thread_id, run_id, seq, kind, payload, now if when is None else when, how, h)
-            for at, seq, kind, (payload, _, how, when), h in zip(
-                positions, seqs, types, events, hashes, strict=True
+            for at, seq, (kind, payload), (_, _, how, when), h in zip(
+                positions, seqs, typed, events, hashes, strict=True
             )
         ]
         results.append(list(map(Appended._make, zip(seqs, positions, strict=True))))
