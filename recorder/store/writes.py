@@ -74,17 +74,19 @@ LOCK_THREAD_OF_RUN = Fetch(
     "WHERE thread_id = (SELECT thread_id FROM runs WHERE run_id = ?)",
     lock=True,
 )
-RUN_TAIL = Fetch(
-    "SELECT head, status, (SELECT hash FROM events WHERE events.run_id = runs.run_id "
-    "ORDER BY seq DESC LIMIT 1) FROM runs WHERE run_id = ?"
+# The closing UPDATE returns what sealing needs (the run's head, set once, and its last
+# hash, read while the UPDATE holds the run's row: no append can slip in after it).
+_TAIL = (
+    " RETURNING head, (SELECT hash FROM events WHERE events.run_id = runs.run_id "
+    "ORDER BY seq DESC LIMIT 1)"
 )
 SEAL_RUN = Execute("UPDATE runs SET head = ?, seal = ? WHERE run_id = ?")
 SEAL_THREAD = Execute("UPDATE threads SET head = ?, sealed = ? WHERE thread_id = ?")
 SUMMARY_OF_RUN = Execute(
     "UPDATE threads SET summary = ? WHERE thread_id = (SELECT thread_id FROM runs WHERE run_id = ?)"
 )
-CLOSE_IF_RUNNING = Execute(
-    "UPDATE runs SET status = ?, finished_at = ? WHERE run_id = ? AND status = ?"
+CLOSE_IF_RUNNING = Fetch(
+    "UPDATE runs SET status = ?, finished_at = ? WHERE run_id = ? AND status = ?" + _TAIL
 )
 SET_SUMMARY = Execute("UPDATE threads SET summary = ? WHERE thread_id = ?")
 HEARTBEAT = Execute(
@@ -201,23 +203,41 @@ def set_status(
     values = _status_values(status, outcome, error, violations)
     if summary is not None:  # the thread's row first: see the lock order above
         yield SUMMARY_OF_RUN, (_without_nul(summary), run_id)
-    thread = (yield LOCK_THREAD_OF_RUN, (run_id,)) if status in TERMINAL else None
     assignments = ", ".join(f"{column} = ?" for column in values)
-    update = Execute(f"UPDATE runs SET {assignments} WHERE run_id = ?")
-    found = yield update, (*values.values(), run_id)
-    if found == 0:
+    if status not in TERMINAL:
+        found = yield (
+            Execute(f"UPDATE runs SET {assignments} WHERE run_id = ?"),
+            (
+                *values.values(),
+                run_id,
+            ),
+        )
+        if found == 0:
+            raise RunNotFound(run_id)
+        yield NOTIFY, ()
+        return
+    thread = yield LOCK_THREAD_OF_RUN, (run_id,)
+    tail = yield (
+        Fetch(f"UPDATE runs SET {assignments} WHERE run_id = ?{_TAIL}"),
+        (
+            *values.values(),
+            run_id,
+        ),
+    )
+    if not tail:
         raise RunNotFound(run_id)
     if thread:
-        yield from seal(run_id, thread[0])
+        yield from seal(run_id, thread[0], tail[0])
     yield NOTIFY, ()
 
 
-def seal(run_id: str, thread: Sequence[Any]) -> Body[None]:
+def seal(run_id: str, thread: Sequence[Any], tail: Sequence[Any]) -> Body[None]:
     """Keep the closed run's head and chain it into its thread (``thread``: the thread's
-    row from ``LOCK_THREAD_OF_RUN``, locked by the caller). A run sealed already is left
-    as it is: its place in the thread's chain is where it first closed."""
+    row from ``LOCK_THREAD_OF_RUN``, locked by the caller; ``tail``: the run's head and
+    last hash as its closing UPDATE returned them). A run sealed already is left as it is:
+    its place in the thread's chain is where it first closed."""
     thread_id, thread_head, sealed = thread
-    ((run_head, _status, last),) = yield RUN_TAIL, (run_id,)
+    run_head, last = tail
     if run_head is not None:
         return
     head = bytes(last) if last is not None else chain.run_genesis(thread_id, run_id)
@@ -260,9 +280,9 @@ def mark_incomplete(
     now = time.time()
     for (run_id,) in sorted(rows):
         thread = yield LOCK_THREAD_OF_RUN, (run_id,)
-        found = yield CLOSE_IF_RUNNING, (INCOMPLETE, now, run_id, RUNNING)
-        if found and thread:
-            yield from seal(run_id, thread[0])
+        tail = yield CLOSE_IF_RUNNING, (INCOMPLETE, now, run_id, RUNNING)
+        if tail and thread:
+            yield from seal(run_id, thread[0], tail[0])
             closed.append(str(run_id))
     if closed:
         yield NOTIFY, ()
