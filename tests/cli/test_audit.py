@@ -128,3 +128,24 @@ async def test_a_purge_that_names_nothing_usable_is_refused(
 ) -> None:
     done = await run_main(*args, "--db", recorded.db)
     assert done.code == 2 and done.err.startswith("recorder: ")
+
+
+async def test_forks_and_imports_through_the_database_are_recorded_as_the_cli(
+    recorded: Recorded, tmp_path: Path
+) -> None:
+    db = recorded.db
+    agent = f"demo={recorded.upstream}"
+    done = await run_main("fork", "t1-r1", "--message", "Again?", "--db", db, "--agent", agent)
+    assert done.code == 0, done.err
+    export = tmp_path / "t1.jsonl"
+    assert (await run_main("export", "t1", "--out", str(export), "--db", db)).code == 0
+    assert (await run_main("import", str(export), "--db", db)).code == 0
+    done = await run_main("import", str(tmp_path / "missing.jsonl"), "--db", db)
+    assert done.code == 2
+    done = await run_main("audit", "log", "--db", db, "--json", "--limit", "2")
+    latest = json.loads(done.out)["actions"]
+    assert [(a["actor"], a["action"], a["outcome"]) for a in latest] == [
+        ("cli", "import", "ok"),
+        ("cli", "fork", "ok"),
+    ]
+    assert latest[0]["detail"]["runsSkipped"] > 0 and latest[1]["target"] == "t1-r1"
