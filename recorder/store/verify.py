@@ -27,6 +27,7 @@ EVENTS = Fetch(
     "SELECT seq, type, payload, hash, thread_id FROM events "
     "WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?"
 )
+SANCTIONS = Fetch("SELECT kind FROM sanctioned")
 ALL_THREADS = Fetch("SELECT thread_id FROM threads ORDER BY thread_id")
 THREAD_HEADS = Fetch("SELECT thread_id, head, sealed FROM threads")
 RUNNING = Fetch(
@@ -45,6 +46,12 @@ def verify(
     """Check the threads and runs named (every thread when neither is); with ``marks``
     (run id -> seq), also keep the recomputed hash at those points."""
     report = ChainReport()
+    left = yield SANCTIONS, ()
+    if left:
+        # Committed by someone else: the triggers would let any DELETE or UPDATE through.
+        kinds = ", ".join(sorted(str(row[0]) for row in left))
+        what = f"a sanction ({kinds}) was committed: the append-only triggers are open"
+        report.problems.append(ChainProblem("", None, None, what))
     if not thread_ids and not run_ids:
         thread_ids = [str(row[0]) for row in (yield ALL_THREADS, ())]
     for thread_id in thread_ids:

@@ -131,3 +131,12 @@ async def test_bytes_edited_in_the_sqlite_file_are_found(tmp_path: Path) -> None
     finally:
         await store.close()
     assert [(p.thread_id, p.run_id, p.seq) for p in report.problems] == [("t1", "r1", 2)]
+
+
+async def test_a_sanction_left_committed_is_found(store: EventStore) -> None:
+    await _record(store)
+    await raw_sql(store, "INSERT INTO sanctioned (kind) VALUES ('purge')")
+    report = await store.verify_chains(["t2"])
+    assert [p.what for p in report.problems] == [
+        "a sanction (purge) was committed: the append-only triggers are open"
+    ]

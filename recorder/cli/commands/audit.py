@@ -83,7 +83,10 @@ def _verification_text(result: dict[str, Any]) -> str:
         return f"ok: {checked} verified{against}"
     lines = [f"MISMATCH{against} ({checked} checked):"]
     for p in result["problems"]:
-        where = f"thread {p['threadId']}" if p["threadId"] else "receipt"
+        if not p["threadId"]:  # the receipt's own, or the database's
+            lines.append(f"  {p['what']}")
+            continue
+        where = f"thread {p['threadId']}"
         if p["runId"]:
             where += f" run {p['runId']}"
         if p["seq"] is not None:
