@@ -8,6 +8,7 @@ from fastapi import APIRouter, Query, Request
 
 from recorder.api.deps import RuntimeDep, TokenDep, actor_of
 from recorder.api.views import ERRORS, JSON
+from recorder.errors import InputError
 from recorder.models import AuditLog, ChainVerification, PurgeBody, PurgeResult, Receipt
 from recorder.timetravel import audit
 
@@ -73,3 +74,16 @@ async def purge(body: PurgeBody, request: Request, runtime: RuntimeDep) -> JSON:
         dry_run=body.dry_run,
     )
     return JSON(result)
+
+
+@router.post("/admin/retention", response_model=list[PurgeResult], response_class=JSON)
+async def retention(
+    runtime: RuntimeDep,
+    dryRun: bool = Query(False, description="list what would go; delete nothing"),
+) -> JSON:
+    """One pass of the retention settings now (`serve` runs one every
+    `retention_interval`): a purge per age, each with its tombstone; 422 when none is set."""
+    settings = runtime.settings
+    if settings.retention is None and not settings.retention_agents:
+        raise InputError("no retention is set (retention, retention_agents)")
+    return JSON(await audit.apply_retention(runtime.store, settings, dry_run=dryRun))

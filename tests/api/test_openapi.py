@@ -74,7 +74,7 @@ class Judge:
 async def served(db_url: str) -> AsyncIterator[tuple[str, httpx.AsyncClient]]:
     async with (
         demo_upstream() as upstream,
-        recorder_at(db_url, {"demo": upstream}, api_token=TOKEN) as rec,
+        recorder_at(db_url, {"demo": upstream}, api_token=TOKEN, retention="3650d") as rec,
         httpx.AsyncClient(
             base_url=rec, timeout=60, trust_env=False, headers={"authorization": f"Bearer {TOKEN}"}
         ) as http,
@@ -136,6 +136,8 @@ async def test_every_answer_follows_its_declared_schema(served: Any) -> None:
     purge = {"threadIds": [thread], "dryRun": True}
     judge.check("POST", "/admin/purge", await http.post("/admin/purge", json=purge))
     judge.check("POST", "/admin/purge", await http.post("/admin/purge", json={}))
+    retention = "/admin/retention"
+    judge.check("POST", retention, await http.post(retention, params={"dryRun": "true"}))
     connect = "/agents/{name}/connect"
     posted = {"threadId": "o1", "runId": "o1-next", "messages": []}
     judge.check("POST", connect, await http.post("/agents/demo/connect", json=posted))

@@ -104,6 +104,8 @@ async def test_the_audit_log_lists_forks_imports_and_purges(
     assert (await http.post("/import", content=exported)).status_code == 200
     answer = await http.post("/admin/purge", json={"olderThan": "0s", "agent": "nope"})
     assert answer.status_code == 200 and answer.json()["threads"] == []
+    unset = await http.post("/admin/retention", params={"dryRun": "true"})
+    assert unset.status_code == 422 and "no retention is set" in unset.json()["detail"]
     bad = await http.post("/admin/purge", json={"olderThan": "soon"})
     assert bad.status_code == 422 and "not an age" in bad.json()["detail"]
     log = (await http.get("/audit/log")).json()
