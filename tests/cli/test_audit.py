@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from recorder.store import open_store
-from tests.cli.conftest import Recorded, run_main
+from tests.cli.conftest import TOKEN, Recorded, run_main
 from tests.conftest import raw_sql
 
 
@@ -151,3 +151,34 @@ async def test_forks_and_imports_through_the_database_are_recorded_as_the_cli(
         ("cli", "fork", "ok"),
     ]
     assert latest[0]["detail"]["runsSkipped"] > 0 and latest[1]["target"] == "t1-r1"
+
+
+async def test_the_database_and_the_server_give_the_same_answers(
+    recorded: Recorded, tmp_path: Path
+) -> None:
+    sides = (("--db", recorded.db), ("--url", recorded.url, "--token", TOKEN))
+    answers = []
+    for side in sides:
+        verified = await run_main("audit", "verify", "t1", "t2-f", *side, "--json")
+        assert verified.code == 0, verified.err
+        dry = await run_main("purge", "--thread", "t2", "--dry-run", *side, "--json")
+        assert dry.code == 0, dry.err
+        purge = json.loads(dry.out)
+        purge.pop("at")
+        answers.append((json.loads(verified.out), purge))
+    assert answers[0] == answers[1]
+    assert answers[0][0]["threads"] == 1 and answers[0][0]["runs"] == 5  # t1 (4) and t2-f
+    # A receipt from the server, checked through the server and against the database.
+    receipt = tmp_path / "receipt.json"
+    done = await run_main("audit", "receipt", *sides[1], "--out", str(receipt))
+    assert done.code == 0, done.err
+    for side in sides:
+        done = await run_main("audit", "verify", "--receipt", str(receipt), *side)
+        assert done.code == 0 and done.out.startswith("ok: "), done.out + done.err
+    done = await run_main("purge", "--thread", "t2", "--reason", "gdpr", *sides[1], "--json")
+    assert json.loads(done.out)["tombstone"]
+    done = await run_main("audit", "log", *sides[1], "--limit", "1", "--json")
+    (latest,) = json.loads(done.out)["actions"]
+    assert (latest["actor"], latest["action"], latest["target"]) == ("token", "purge", "t2")
+    done = await run_main("purge", "--retention", *sides[1])
+    assert done.code == 2 and "no retention is set" in done.err

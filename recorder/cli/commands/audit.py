@@ -1,36 +1,33 @@
-"""Governance on the database: ``audit verify``, ``audit receipt``, ``audit log``, ``purge``.
+"""Governance: ``audit verify``, ``audit receipt``, ``audit log`` and ``purge``.
 
-They work on the database (``--db``), as an operator holding it does: a verification must
-not trust a server to tell the truth about its own log.
+Like every data command they ask the database (``--db``) or a running recorder (``--url``)
+and get the same answers. An auditor who doubts the server verifies the database itself:
+through ``--url`` the server recomputes its own chains (and signs with its own key).
 """
 
 from __future__ import annotations
 
-import time
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+from recorder.cli.backend import Backend
 from recorder.cli.context import Context
-from recorder.cli.local import open_database
 from recorder.cli.output import json_text
 from recorder.cli.parser import Commands
-from recorder.errors import InputError
-from recorder.store import EventStore
-from recorder.timetravel import audit
+from recorder.errors import InputError, NotFound
+from recorder.models import PurgeBody
 
 
 def register(commands: Commands) -> None:
     group = commands.group("audit", "tamper evidence and the audit log")
     p = group.add(
-        "verify", verify, "recompute the hash chains; exit 1 on a mismatch", db=True, json=True
+        "verify", verify, "recompute the hash chains; exit 1 on a mismatch", data=True, json=True
     )
     p.add_argument("ids", nargs="*", help="threads or runs (default: every thread)")
     p.add_argument("--receipt", metavar="FILE", help="prove the log unchanged up to this receipt")
-    p = group.add("receipt", receipt, "the log's heads now, signed with audit_key", db=True)
+    p = group.add("receipt", receipt, "the log's heads now, signed with audit_key", data=True)
     p.add_argument("--out", metavar="FILE", help="write it there (default: stdout)")
-    p = group.add("log", log, "every write and admin action, newest first", db=True, json=True)
+    p = group.add("log", log, "every write and admin action, newest first", data=True, json=True)
     p.add_argument("--limit", type=int, default=100, help="at most this many (default 100)")
     p.add_argument("--before", type=int, help="actions with an id below this one")
     p.add_argument("--action", help="only this kind: fork, import, purge, rewrite, ...")
@@ -39,7 +36,7 @@ def register(commands: Commands) -> None:
         "purge",
         purge,
         "delete threads with everything derived from them, leaving a tombstone",
-        db=True,
+        data=True,
         json=True,
     )
     p.add_argument("--thread", action="append", default=[], metavar="T", help="a thread (repeat)")
@@ -54,26 +51,31 @@ def register(commands: Commands) -> None:
     )
 
 
-@asynccontextmanager
-async def _store(context: Context) -> AsyncIterator[EventStore]:
-    settings = context.settings()
-    store = await open_database(settings.db, create=False)
-    try:
-        yield store
-    finally:
-        await store.close()
-
-
 async def verify(context: Context) -> int:
     args = context.args
-    async with _store(context) as store:
+    async with context.backend() as backend:
         if args.receipt:
-            body = audit.read_receipt(_read(args.receipt))
-            result = await audit.check_receipt(store, body, context.settings().audit_key)
+            result = await backend.check_receipt(_read(args.receipt))
         else:
-            result = await audit.verify_ids(store, args.ids)
-    context.out.data(result, lambda: _verification_text(result))
-    return 0 if result["ok"] else 1
+            threads, runs = await _threads_and_runs(backend, args.ids)
+            result = await backend.verify_chains(threads, runs)
+    answer = result.to_json()
+    context.out.data(result, lambda: _verification_text(answer))
+    return 0 if result.ok else 1
+
+
+async def _threads_and_runs(backend: Backend, ids: list[str]) -> tuple[list[str], list[str]]:
+    """Each id as a thread, or failing that as a run (an id that is neither: not found)."""
+    threads: list[str] = []
+    runs: list[str] = []
+    for name in ids:
+        try:
+            await backend.thread(name)
+        except NotFound:
+            runs.append(name)
+        else:
+            threads.append(name)
+    return threads, runs
 
 
 def _verification_text(result: dict[str, Any]) -> str:
@@ -96,12 +98,12 @@ def _verification_text(result: dict[str, Any]) -> str:
 
 
 async def receipt(context: Context) -> int:
-    async with _store(context) as store:
-        body = await audit.receipt(store, context.settings().audit_key)
+    async with context.backend() as backend:
+        body = await backend.receipt()
     text = json_text(body)
     if context.args.out:
         Path(context.args.out).write_text(text + "\n")
-        context.out.note(f"receipt of {body['at']} written to {context.args.out}")
+        context.out.note(f"receipt of {body.at} written to {context.args.out}")
     else:
         context.out.line(text)
     return 0
@@ -109,16 +111,13 @@ async def receipt(context: Context) -> int:
 
 async def log(context: Context) -> int:
     args = context.args
-    async with _store(context) as store:
-        page = await audit.audit_log(
-            store, limit=args.limit, before=args.before, action=args.action
-        )
+    async with context.backend() as backend:
+        page = await backend.audit_log(limit=args.limit, before=args.before, action=args.action)
 
     def text() -> str:
         rows = [
-            f"{a['id']:>6}  {a['at']}  {a['actor']:<10} {a['action']:<8} {a['outcome']:<6} "
-            f"{a['target'] or '-'}"
-            for a in page["actions"]
+            f"{a.id:>6}  {a.at}  {a.actor:<10} {a.action:<8} {a.outcome:<6} {a.target or '-'}"
+            for a in page.actions
         ]
         return "\n".join(rows) if rows else "no actions recorded"
 
@@ -128,20 +127,24 @@ async def log(context: Context) -> int:
 
 async def purge(context: Context) -> int:
     args = context.args
-    settings = context.settings()
-    async with _store(context) as store:
+    async with context.backend() as backend:
         if args.retention:
-            if settings.retention is None and not settings.retention_agents:
-                raise InputError("no retention is set (retention, retention_agents)")
-            results = await audit.apply_retention(store, settings, dry_run=args.dry_run)
+            results = await backend.retention(dry_run=args.dry_run)
         else:
-            chosen = audit.selection(args.thread, args.older_than, args.agent, now=time.time())
-            results = [
-                await audit.purge(
-                    store, chosen, actor=audit.CLI, reason=args.reason, dry_run=args.dry_run
+            body = PurgeBody(
+                thread_ids=args.thread,
+                older_than=args.older_than,
+                agent=args.agent,
+                reason=args.reason,
+                dry_run=args.dry_run,
+            )
+            if not (body.thread_ids or body.older_than or body.agent):
+                raise InputError(
+                    "name threads (--thread), an age (--older-than) or an agent (--agent)"
                 )
-            ]
-    context.out.data(results if args.retention else results[0], lambda: _purge_text(results))
+            results = [await backend.purge(body)]
+    answers = [result.to_json() for result in results]
+    context.out.data(answers if args.retention else answers[0], lambda: _purge_text(answers))
     return 0
 
 
