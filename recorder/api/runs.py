@@ -70,14 +70,17 @@ async def run_stream(
     last_event_id: str | None = Header(None),
 ) -> EventStream:
     await runtime.store.get_run(run_id)
-    after = afterSeq
-    if after is None and last_event_id:
+    if afterSeq is not None:
+        after = afterSeq
+        views.check_after_seq(after)
+    elif last_event_id:
         try:
             after = int(last_event_id.rsplit(":", 1)[-1])
         except ValueError as exc:
-            raise InputError(f"Last-Event-ID must be a seq, got {last_event_id!r}") from exc
-    after = -1 if after is None else after
-    views.check_after_seq(after)
+            raise InputError(f"Last-Event-ID must be a seq, got {last_event_id[:40]!r}") from exc
+        views.check_after_seq(after, "Last-Event-ID")
+    else:
+        after = -1
     chunks = stream_run(runtime.store, run_id, after_seq=after, live=live)
     return EventStream(chunks, headers=SSE_HEADERS)
 
@@ -113,11 +116,19 @@ async def fork_run(run_id: str, body: ForkBody, request: Request, runtime: Runti
         "threadId": plan.thread_id,
         "strategy": plan.strategy,
     }
+    # None of the caller's headers: they are meant for the recorder (its API token among
+    # them). The agent gets its configured headers (``AgentConfig.headers``), and only those.
     async with audited(runtime.store, actor_of(request), "fork", run_id, detail):
         result = await runtime.proxy.start(
-            plan.agent, plan.body, request.headers, parent=(plan.parent_run_id, plan.parent_seq)
+            plan.agent,
+            plan.body,
+            {},
+            parent=(plan.parent_run_id, plan.parent_seq),
+            new_thread=plan.strategy == "new-thread",
         )
     response = proxied_response(result)
+    if isinstance(response, EventStream):
+        response.write_timeout = runtime.settings.client_write_timeout
     if isinstance(result, Relay):
         response.headers[RELAYED] = "true"
     response.headers[FORK_STRATEGY] = plan.strategy

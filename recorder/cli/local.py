@@ -190,7 +190,13 @@ class LocalBackend:
             parent = (plan.parent_run_id, plan.parent_seq)
             detail = {"runId": plan.input.get("runId"), "threadId": plan.thread_id}
             async with audited(self.store, CLI, "fork", run_id, detail):
-                result = await runtime.proxy.start(plan.agent, plan.body, {}, parent=parent)
+                result = await runtime.proxy.start(
+                    plan.agent,
+                    plan.body,
+                    {},
+                    parent=parent,
+                    new_thread=plan.strategy == "new-thread",
+                )
             if isinstance(result, Relay):
                 raise agent_answer(result.status, result.body)
             async for event in _events(result.chunks):
