@@ -22,6 +22,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from bench import (
+    chain,
     fold,
     inprocess,
     intake,
@@ -46,6 +47,7 @@ BENCHMARKS: dict[str, tuple[Benchmark, str]] = {
     "replay": (replay.run, "SSE replay of a recorded run vs the upstream read directly"),
     "append": (store.run_append, "EventStore.append vs the raw driver"),
     "read": (store.run_read, "EventStore.read_events vs the raw driver"),
+    "chain": (chain.run, "EventStore.append with the hash chain vs without"),
     "fold": (fold.run, "projector.fold vs orjson.loads only"),
     "state": (state.run, "state at a point of a long run vs folding from its start"),
     "peers": (peers.run, "vs LangGraph's checkpointers: write, read at a point, size"),

@@ -33,7 +33,13 @@ _SQLITE_SELECT = (
 )
 _PG_SELECT = f"SELECT {', '.join(COLUMNS)} FROM events WHERE run_id = $1 AND seq > $2 ORDER BY seq"
 # The store's own connection settings (recorder/store/sqlite_writer.py).
-SQLITE_PRAGMAS = ("journal_mode=WAL", "synchronous=NORMAL", "foreign_keys=ON", "busy_timeout=30000")
+SQLITE_PRAGMAS = (
+    "journal_mode=WAL",
+    "synchronous=NORMAL",
+    "foreign_keys=ON",
+    "busy_timeout=30000",
+    "secure_delete=ON",
+)
 
 
 class Raw(Protocol):

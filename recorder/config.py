@@ -104,6 +104,22 @@ def _name_url_pairs(parts: Any) -> Any:
         yield name.strip(), url.strip()
 
 
+_AGE_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+def parse_age(text: str) -> float:
+    """Seconds in an age such as ``90d``, ``12h``, ``30m``, ``45s`` or ``2w``."""
+    value = text.strip().lower()
+    unit = _AGE_UNITS.get(value[-1:]) if value else None
+    try:
+        number = float(value[:-1]) if unit else float("nan")
+    except ValueError:
+        number = float("nan")
+    if unit is None or not number >= 0 or number == float("inf"):
+        raise ConfigError(f"{text!r} is not an age: a number and s, m, h, d or w (e.g. 90d)")
+    return number * unit
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="forbid")
 
@@ -168,6 +184,28 @@ class Settings(BaseSettings):
     otel_headers: dict[str, str] = Field(default_factory=dict)
     otel_service_name: str = "agui-recorder"
     otel_capture_content: bool = False
+    # Governance. The key that signs audit receipts (HMAC-SHA256); without it receipts
+    # are unsigned. Retention: threads not updated for this long are purged automatically
+    # (``serve``, every ``retention_interval`` seconds), globally and per agent (an agent
+    # named here follows its own age, not the global one).
+    audit_key: str | None = None
+    retention: str | None = None
+    retention_agents: dict[str, str] = Field(default_factory=dict)
+    retention_interval: float = 3600.0
+
+    @field_validator("retention")
+    @classmethod
+    def _retention(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_age(value)
+        return value
+
+    @field_validator("retention_agents")
+    @classmethod
+    def _retention_agents(cls, value: dict[str, str]) -> dict[str, str]:
+        for age in value.values():
+            parse_age(age)
+        return value
 
     @field_validator("agents", mode="before")
     @classmethod

@@ -17,10 +17,11 @@ from recorder.proxy.journaled import JournaledStore, open_journaled
 from recorder.proxy.proxy import Proxy, new_owner
 from recorder.proxy.upstream import UpstreamClient
 from recorder.store import EventStore, open_store
-from recorder.telemetry.logs import log_run
+from recorder.telemetry.logs import SERVER, log_run
 from recorder.telemetry.metrics import Metrics
 from recorder.telemetry.observer import RunReport, TraceSink
 from recorder.telemetry.observers import Telemetry
+from recorder.timetravel.audit import apply_retention
 from recorder.timetravel.history import History
 
 
@@ -74,6 +75,8 @@ class Runtime:
         await runtime.reap()
         runtime._tasks.append(asyncio.create_task(runtime._keep_alive(), name="heartbeat"))
         runtime._tasks.append(asyncio.create_task(runtime._checkpointing(), name="checkpoints"))
+        if settings.retention is not None or settings.retention_agents:
+            runtime._tasks.append(asyncio.create_task(runtime._retain(), name="retention"))
         return runtime
 
     def _closed(self, report: RunReport) -> None:
@@ -135,6 +138,16 @@ class Runtime:
                 # database: close what an outage left open only once the journal drained.
                 if self.proxy.unclosed and not (self.journal and self.journal.degraded):
                     await self.proxy.close_left_open()
+
+    async def _retain(self) -> None:
+        """Purge what the retention settings say is too old: now, then every interval.
+        Each pass is in the audit log (actor ``retention``), with a tombstone per purge."""
+        while True:
+            try:
+                await apply_retention(self.store, self.settings)
+            except Exception:
+                SERVER.exception("retention pass failed")
+            await asyncio.sleep(self.settings.retention_interval)
 
 
 def upstream_client(settings: Settings) -> UpstreamClient:

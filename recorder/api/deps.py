@@ -59,6 +59,12 @@ def require_token(request: Request) -> None:
 
 TokenDep = Depends(require_token)
 
+
+def actor_of(request: Request) -> str:
+    """Who the audit log says acted: the API token's holder, or anyone (no token is set)."""
+    return "token" if request.app.state.runtime.settings.api_token else "anonymous"
+
+
 _STATUS: list[tuple[type[RecorderError], int]] = [
     (NotFound, 404),
     (BodyTooLarge, 413),

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Header, Query
+from fastapi import APIRouter, Header, Query, Request
 from fastapi.responses import Response
 
-from recorder.api.deps import RuntimeDep, TokenDep
+from recorder.api.deps import RuntimeDep, TokenDep, actor_of
 from recorder.api.proxy_endpoint import header_value
 from recorder.api.views import ERRORS, JSON, SSE_HEADERS, EventStream, proxied_response, stream_doc
 from recorder.errors import InputError, NotFound
 from recorder.models import EventPage, ForkBody, ForkPlan, Run, State, Verification
 from recorder.proxy.proxy import Relay
 from recorder.timetravel import views
+from recorder.timetravel.audit import audited
 from recorder.timetravel.fork import fork_request, plan_fork
 from recorder.timetravel.replay import stream_run
 
@@ -97,7 +98,7 @@ async def run_stream(
         409: {"description": "the new run's id, or the new thread's, is taken"},
     },
 )
-async def fork_run(run_id: str, body: ForkBody, runtime: RuntimeDep) -> Response:
+async def fork_run(run_id: str, body: ForkBody, request: Request, runtime: RuntimeDep) -> Response:
     """Fork a new run from a point of this one (or from the turn of an edited or regenerated
     message), into a new thread or on the parent's, by the fork's strategy."""
     agents = runtime.settings.agents
@@ -110,15 +111,21 @@ async def fork_run(run_id: str, body: ForkBody, runtime: RuntimeDep) -> Response
             f"this recorder does not know: start it with --agent {plan.agent}=URL (or "
             f"RECORDER_AGENTS={plan.agent}=URL, or a config file)"
         )
+    detail = {
+        "runId": plan.input.get("runId"),
+        "threadId": plan.thread_id,
+        "strategy": plan.strategy,
+    }
     # None of the caller's headers: they are meant for the recorder (its API token among
     # them). The agent gets its configured headers (``AgentConfig.headers``), and only those.
-    result = await runtime.proxy.start(
-        plan.agent,
-        plan.body,
-        {},
-        parent=(plan.parent_run_id, plan.parent_seq),
-        new_thread=plan.strategy == "new-thread",
-    )
+    async with audited(runtime.store, actor_of(request), "fork", run_id, detail):
+        result = await runtime.proxy.start(
+            plan.agent,
+            plan.body,
+            {},
+            parent=(plan.parent_run_id, plan.parent_seq),
+            new_thread=plan.strategy == "new-thread",
+        )
     response = proxied_response(result)
     if isinstance(response, EventStream):
         response.write_timeout = runtime.settings.client_write_timeout

@@ -6,9 +6,10 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Request
 
-from recorder.api.deps import RuntimeDep, TokenDep
+from recorder.api.deps import RuntimeDep, TokenDep, actor_of
 from recorder.api.views import ERRORS, JSON, JSONLines, stream_doc
 from recorder.models import ImportReport
+from recorder.timetravel.audit import audited
 from recorder.timetravel.transfer import check_threads, export_lines, import_lines, split_lines
 from recorder.timetravel.views import import_view
 
@@ -45,5 +46,7 @@ async def export(
 async def import_(request: Request, runtime: RuntimeDep) -> JSON:
     """Read an export (as `GET /export` writes it): runs already present take only the
     events they lack, so importing twice adds nothing."""
-    report = await import_lines(runtime.store, split_lines(request.stream()))
+    async with audited(runtime.store, actor_of(request), "import", None) as noted:
+        report = await import_lines(runtime.store, split_lines(request.stream()))
+        noted.update(import_view(report))
     return JSON(import_view(report))

@@ -20,11 +20,16 @@ from recorder.client import AsyncRecorderClient
 from recorder.config import Settings
 from recorder.errors import ConfigError
 from recorder.models import (
+    AuditLog,
+    ChainVerification,
     Checkpoint,
     EventPage,
     ForkOptions,
     ForkPlan,
     ImportReport,
+    PurgeBody,
+    PurgeResult,
+    Receipt,
     Run,
     State,
     StreamedEvent,
@@ -67,6 +72,16 @@ class Backend(Protocol):
     async def import_jsonl(
         self, data: bytes | Iterable[bytes] | AsyncIterable[bytes]
     ) -> ImportReport: ...
+    async def verify_chains(
+        self, thread_ids: Iterable[str] = ..., run_ids: Iterable[str] = ...
+    ) -> ChainVerification: ...
+    async def receipt(self) -> Receipt: ...
+    async def check_receipt(self, receipt: bytes) -> ChainVerification: ...
+    async def audit_log(
+        self, *, limit: int = ..., before: int | None = ..., action: str | None = ...
+    ) -> AuditLog: ...
+    async def purge(self, body: PurgeBody) -> PurgeResult: ...
+    async def retention(self, *, dry_run: bool = ...) -> list[PurgeResult]: ...
 
 
 @asynccontextmanager

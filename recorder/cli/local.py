@@ -18,11 +18,16 @@ from recorder.client.transport import agent_answer
 from recorder.config import Settings
 from recorder.errors import InputError, NotMigrated, RecorderError, StoreUnavailable
 from recorder.models import (
+    AuditLog,
+    ChainVerification,
     Checkpoint,
     EventPage,
     ForkOptions,
     ForkPlan,
     ImportReport,
+    PurgeBody,
+    PurgeResult,
+    Receipt,
     Run,
     State,
     StreamedEvent,
@@ -34,7 +39,8 @@ from recorder.models import (
 from recorder.proxy.proxy import Relay
 from recorder.runtime import Runtime
 from recorder.store import EventStore, open_store
-from recorder.timetravel import views
+from recorder.timetravel import audit, views
+from recorder.timetravel.audit import CLI, audited
 from recorder.timetravel.fork import ForkPlan as Plan
 from recorder.timetravel.fork import fork_request, plan_fork
 from recorder.timetravel.history import History
@@ -182,13 +188,15 @@ class LocalBackend:
         runtime = await Runtime.start(self.settings, self.store)
         try:
             parent = (plan.parent_run_id, plan.parent_seq)
-            result = await runtime.proxy.start(
-                plan.agent,
-                plan.body,
-                {},
-                parent=parent,
-                new_thread=plan.strategy == "new-thread",
-            )
+            detail = {"runId": plan.input.get("runId"), "threadId": plan.thread_id}
+            async with audited(self.store, CLI, "fork", run_id, detail):
+                result = await runtime.proxy.start(
+                    plan.agent,
+                    plan.body,
+                    {},
+                    parent=parent,
+                    new_thread=plan.strategy == "new-thread",
+                )
             if isinstance(result, Relay):
                 raise agent_answer(result.status, result.body)
             async for event in _events(result.chunks):
@@ -212,8 +220,44 @@ class LocalBackend:
         self, data: bytes | Iterable[bytes] | AsyncIterable[bytes]
     ) -> ImportReport:
         lines = data.splitlines() if isinstance(data, bytes) else data
-        report = await import_lines(self.store, lines)
+        async with audited(self.store, CLI, "import", None) as noted:
+            report = await import_lines(self.store, lines)
+            noted.update(views.import_view(report))
         return ImportReport.model_validate(views.import_view(report))
+
+    async def verify_chains(
+        self, thread_ids: Iterable[str] = (), run_ids: Iterable[str] = ()
+    ) -> ChainVerification:
+        answer = await audit.verify(self.store, list(thread_ids), list(run_ids))
+        return ChainVerification.model_validate(answer)
+
+    async def receipt(self) -> Receipt:
+        return Receipt.model_validate(await audit.receipt(self.store, self.settings.audit_key))
+
+    async def check_receipt(self, receipt: bytes) -> ChainVerification:
+        body = audit.read_receipt(receipt)
+        answer = await audit.check_receipt(self.store, body, self.settings.audit_key)
+        return ChainVerification.model_validate(answer)
+
+    async def audit_log(
+        self, *, limit: int = 100, before: int | None = None, action: str | None = None
+    ) -> AuditLog:
+        answer = await audit.audit_log(self.store, limit=limit, before=before, action=action)
+        return AuditLog.model_validate(answer)
+
+    async def purge(self, body: PurgeBody) -> PurgeResult:
+        chosen = audit.selection(body.thread_ids, body.older_than, body.agent)
+        answer = await audit.purge(
+            self.store, chosen, actor=CLI, reason=body.reason, dry_run=body.dry_run
+        )
+        return PurgeResult.model_validate(answer)
+
+    async def retention(self, *, dry_run: bool = False) -> list[PurgeResult]:
+        settings = self.settings
+        if settings.retention is None and not settings.retention_agents:
+            raise InputError("no retention is set (retention, retention_agents)")
+        answers = await audit.apply_retention(self.store, settings, dry_run=dry_run)
+        return [PurgeResult.model_validate(answer) for answer in answers]
 
 
 async def _events(chunks: AsyncIterator[bytes]) -> AsyncIterator[StreamedEvent]:

@@ -55,6 +55,11 @@ class Commands:
         p.set_defaults(handler=handler)
         return p
 
+    def group(self, name: str, help_text: str) -> Commands:
+        """A command with commands of its own (``recorder audit verify``)."""
+        p = self._sub.add_parser(name, help=help_text, description=help_text)
+        return Commands(p.add_subparsers(metavar="COMMAND"))
+
 
 class Group(Protocol):
     """A module of commands."""

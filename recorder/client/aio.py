@@ -9,13 +9,15 @@ from typing import Any, TypeVar
 from urllib.parse import quote
 
 import httpx
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from recorder.client import transport
 from recorder.errors import InputError
 from recorder.models import (
     Agent,
     AgentList,
+    AuditLog,
+    ChainVerification,
     Checkpoint,
     Event,
     EventPage,
@@ -24,6 +26,9 @@ from recorder.models import (
     ForkPlan,
     Health,
     ImportReport,
+    PurgeBody,
+    PurgeResult,
+    Receipt,
     Run,
     State,
     StreamedEvent,
@@ -37,6 +42,7 @@ from recorder.wire.jsontext import parse
 
 M = TypeVar("M", bound=BaseModel)
 Lines = bytes | Iterable[bytes] | AsyncIterable[bytes]
+_PURGES = TypeAdapter(list[PurgeResult])
 
 
 class AsyncRecorderClient:
@@ -234,6 +240,43 @@ class AsyncRecorderClient:
         headers = {"content-type": "application/x-ndjson"}
         response = await self._send("POST", "/import", content=content, headers=headers)
         return _validated(ImportReport, response.content)
+
+    # -- governance --------------------------------------------------------------------------
+
+    async def verify_chains(
+        self, thread_ids: Iterable[str] = (), run_ids: Iterable[str] = ()
+    ) -> ChainVerification:
+        """Recompute the hash chains of these threads and runs (every thread when none)."""
+        params = {"threadId": list(thread_ids), "runId": list(run_ids)}
+        response = await self._send("GET", "/audit/verify", params=params)
+        return _validated(ChainVerification, response.content)
+
+    async def receipt(self) -> Receipt:
+        """The log's heads now, signed with the server's ``audit_key`` when it has one."""
+        return await self._get(Receipt, "/audit/receipt")
+
+    async def check_receipt(self, receipt: bytes) -> ChainVerification:
+        """Whether the log up to ``receipt`` (as ``receipt()`` gave it) is unchanged."""
+        headers = {"content-type": "application/json"}
+        response = await self._send("POST", "/audit/verify", content=receipt, headers=headers)
+        return _validated(ChainVerification, response.content)
+
+    async def audit_log(
+        self, *, limit: int = 100, before: int | None = None, action: str | None = None
+    ) -> AuditLog:
+        """Write and admin actions, newest first."""
+        return await self._get(AuditLog, "/audit/log", limit=limit, before=before, action=action)
+
+    async def purge(self, body: PurgeBody) -> PurgeResult:
+        """Delete threads with everything of theirs (``dry_run``: list what would go)."""
+        response = await self._send("POST", "/admin/purge", json=body.to_json())
+        return _validated(PurgeResult, response.content)
+
+    async def retention(self, *, dry_run: bool = False) -> list[PurgeResult]:
+        """One pass of the server's retention settings (``dry_run``: list what would go)."""
+        params = {"dryRun": "true" if dry_run else "false"}
+        response = await self._send("POST", "/admin/retention", params=params)
+        return _PURGES.validate_json(response.content)
 
     # -- plumbing ----------------------------------------------------------------------------
 

@@ -10,6 +10,19 @@ Free-form AG-UI values (messages, state, events, interrupts) are JSON values as 
 the recorder keeps whatever an agent sent, so these models never narrow them.
 """
 
+from recorder.models.audit import (
+    AuditAction,
+    AuditLog,
+    ChainProblem,
+    ChainVerification,
+    PurgeBody,
+    PurgedRun,
+    PurgedThread,
+    PurgeResult,
+    Receipt,
+    RunHead,
+    ThreadHead,
+)
 from recorder.models.base import Model
 from recorder.models.fork import ForkBody, ForkOptions, ForkPlan, ForkStrategy, MessageEdit
 from recorder.models.runs import (
@@ -34,6 +47,10 @@ __all__ = [
     "RUN_STATUSES",
     "Agent",
     "AgentList",
+    "AuditAction",
+    "AuditLog",
+    "ChainProblem",
+    "ChainVerification",
     "Checkpoint",
     "ErrorDetail",
     "Event",
@@ -50,8 +67,14 @@ __all__ = [
     "MessageEdit",
     "Model",
     "Problem",
+    "PurgeBody",
+    "PurgeResult",
+    "PurgedRun",
+    "PurgedThread",
+    "Receipt",
     "RecordedViolation",
     "Run",
+    "RunHead",
     "RunNode",
     "RunStatus",
     "RunSummary",
@@ -59,6 +82,7 @@ __all__ = [
     "StreamedEvent",
     "Thread",
     "ThreadDetail",
+    "ThreadHead",
     "ThreadHistory",
     "ThreadPage",
     "Verification",

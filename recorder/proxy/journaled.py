@@ -31,7 +31,7 @@ import dataclasses
 import logging
 import shutil
 import time
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import Any, TypeVar
 
 from recorder.config import Settings
@@ -43,7 +43,17 @@ from recorder.errors import (
 from recorder.proxy.journal import JournalFile, Record, journal_directory
 from recorder.proxy.replay import Replay, adopt, falls_back
 from recorder.store import Appended, EventStore, NewEvent, NewRun, Page, Run, Thread, ThreadFilter
-from recorder.store.model import RUNNING, TERMINAL
+from recorder.store.model import (
+    RUNNING,
+    TERMINAL,
+    Action,
+    ChainReport,
+    Heads,
+    PurgeReport,
+    PurgeSelection,
+    RewriteReport,
+    Tombstone,
+)
 from recorder.telemetry import NO_OBSERVER, Observer
 from recorder.wire.events import RecordedEvent
 
@@ -413,6 +423,46 @@ class JournaledStore:
 
     async def nearest_checkpoint(self, run_id: str, seq: int) -> tuple[int, bytes] | None:
         return await self.store.nearest_checkpoint(run_id, seq)
+
+    async def heads(self) -> Heads:
+        return await self.store.heads()
+
+    async def list_actions(
+        self, *, limit: int = 100, before: int | None = None, action: str | None = None
+    ) -> list[Action]:
+        return await self.store.list_actions(limit=limit, before=before, action=action)
+
+    async def purge(
+        self, selection: PurgeSelection, *, actor: str, reason: str | None, dry_run: bool = False
+    ) -> PurgeReport:
+        return await self.store.purge(selection, actor=actor, reason=reason, dry_run=dry_run)
+
+    async def record_action(
+        self,
+        actor: str,
+        action: str,
+        target: str | None,
+        outcome: str,
+        detail: dict[str, Any] | None = None,
+    ) -> int:
+        return await self.store.record_action(actor, action, target, outcome, detail)
+
+    async def rewrite(
+        self, run_id: str, payloads: Mapping[int, bytes], *, actor: str, reason: str | None
+    ) -> RewriteReport:
+        return await self.store.rewrite(run_id, payloads, actor=actor, reason=reason)
+
+    async def tombstones(self) -> list[Tombstone]:
+        return await self.store.tombstones()
+
+    async def verify_chains(
+        self,
+        thread_ids: Sequence[str] = (),
+        run_ids: Sequence[str] = (),
+        *,
+        marks: Mapping[str, int] | None = None,
+    ) -> ChainReport:
+        return await self.store.verify_chains(thread_ids, run_ids, marks=marks)
 
     async def wait(self, timeout: float) -> None:
         await self.store.wait(timeout)

@@ -10,20 +10,28 @@ stays on the chained cause. A method that raises has changed nothing.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Protocol
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
 
 from recorder.errors import ConfigError
 from recorder.store.errors import store_errors
 from recorder.store.model import (
+    Action,
     Appended,
+    ChainProblem,
+    ChainReport,
+    Heads,
     NewEvent,
     NewRun,
     Page,
+    PurgeReport,
+    PurgeSelection,
+    RewriteReport,
     Run,
     Thread,
     ThreadFilter,
     ThreadSource,
+    Tombstone,
 )
 from recorder.store.postgres import PostgresDatabase
 from recorder.store.sql import Database, SqlStore
@@ -240,6 +248,73 @@ class EventStore(Protocol):
         None if there is none."""
         ...
 
+    # -- governance: the hash chains, sanctioned changes, the audit log ----------------------
+
+    async def verify_chains(
+        self,
+        thread_ids: Sequence[str] = (),
+        run_ids: Sequence[str] = (),
+        *,
+        marks: Mapping[str, int] | None = None,
+    ) -> ChainReport:
+        """Recompute the hash chains (``recorder.store.chain``) of the threads and runs
+        named, every thread when neither is, and report where they differ from what is
+        stored. ``marks`` (run id -> seq) asks for the recomputed hash at those points.
+
+        Raises ``ThreadNotFound`` / ``RunNotFound`` for an id that names nothing.
+        """
+        ...
+
+    async def heads(self) -> Heads:
+        """Every thread's chain head and every running run's last hash, now."""
+        ...
+
+    async def purge(
+        self, selection: PurgeSelection, *, actor: str, reason: str | None, dry_run: bool = False
+    ) -> PurgeReport:
+        """Delete the selected threads with everything of theirs (``governance.THREAD_TABLES``)
+        in one sanctioned transaction that writes a tombstone (ids, counts, chain heads,
+        when, ``actor``, ``reason``); other threads' references to their runs are cleared.
+        A thread with a run still recording is skipped. ``dry_run``: report, delete nothing.
+
+        Raises ``InputError`` for a selection that names nothing.
+        """
+        ...
+
+    async def rewrite(
+        self, run_id: str, payloads: Mapping[int, bytes], *, actor: str, reason: str | None
+    ) -> RewriteReport:
+        """Replace the stored payloads of the run's events at the given seqs, in one
+        sanctioned transaction: the run's chain is recomputed from the first of them, its
+        head and its thread's chain re-sealed, and a record links the old heads to the new.
+
+        Raises ``RunNotFound``, ``Conflict`` for a run still recording, ``InputError`` for
+        a seq the run does not have.
+        """
+        ...
+
+    async def tombstones(self) -> list[Tombstone]:
+        """Every purge's tombstone, oldest first."""
+        ...
+
+    async def record_action(
+        self,
+        actor: str,
+        action: str,
+        target: str | None,
+        outcome: str,
+        detail: dict[str, Any] | None = None,
+    ) -> int:
+        """Append an action to the audit log; its id."""
+        ...
+
+    async def list_actions(
+        self, *, limit: int = 100, before: int | None = None, action: str | None = None
+    ) -> list[Action]:
+        """The audit log, newest first: at most ``limit`` actions with an id below
+        ``before``, of kind ``action`` when given."""
+        ...
+
     async def wait(self, timeout: float) -> None:
         """Return once events or a run's status were committed after the call (through this
         store; on PostgreSQL by any process on the database), or after ``timeout`` seconds.
@@ -280,14 +355,22 @@ async def open_store(url: str, *, migrate: bool = False) -> EventStore:
 
 
 __all__ = [
+    "Action",
     "Appended",
+    "ChainProblem",
+    "ChainReport",
     "EventStore",
+    "Heads",
     "NewEvent",
     "NewRun",
     "Page",
+    "PurgeReport",
+    "PurgeSelection",
+    "RewriteReport",
     "Run",
     "Thread",
     "ThreadFilter",
     "ThreadSource",
+    "Tombstone",
     "open_store",
 ]

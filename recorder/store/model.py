@@ -118,3 +118,147 @@ class Page:
 
     items: list[Any] = field(default_factory=list)
     cursor: str | None = None
+
+
+# -- governance ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Action:
+    """A write or admin action, as the audit log keeps it."""
+
+    id: int
+    at: float
+    actor: str
+    action: str
+    target: str | None
+    outcome: str
+    detail: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PurgeSelection:
+    """Which threads a purge deletes: those named (all when none are), and of them those
+    last updated before ``updated_before`` (epoch seconds), with a run of ``agent`` and
+    none of ``exclude_agents``, when given. A selection that names nothing is refused."""
+
+    thread_ids: tuple[str, ...] = ()
+    updated_before: float | None = None
+    agent: str | None = None
+    # Threads with a run of any of these agents are left out (retention: an agent with an
+    # age of its own is not purged by the global one).
+    exclude_agents: tuple[str, ...] = ()
+
+    @property
+    def empty(self) -> bool:
+        return not self.thread_ids and self.updated_before is None and self.agent is None
+
+
+@dataclass(frozen=True, slots=True)
+class PurgedRun:
+    run_id: str
+    events: int
+    head: bytes | None
+
+
+@dataclass(frozen=True, slots=True)
+class PurgedThread:
+    thread_id: str
+    head: bytes | None
+    sealed: int
+    runs: tuple[PurgedRun, ...]
+
+    @property
+    def events(self) -> int:
+        return sum(run.events for run in self.runs)
+
+
+@dataclass(frozen=True, slots=True)
+class PurgeReport:
+    """What a purge deleted (or, in a dry run, would delete), and its tombstone's id.
+
+    ``skipped``: selected threads left alone because a run of theirs is still recording;
+    ``missing``: named threads that do not exist."""
+
+    threads: tuple[PurgedThread, ...]
+    skipped: tuple[str, ...] = ()
+    missing: tuple[str, ...] = ()
+    dry_run: bool = False
+    tombstone: int | None = None
+    at: float = 0.0
+
+    @property
+    def runs(self) -> int:
+        return sum(len(thread.runs) for thread in self.threads)
+
+    @property
+    def events(self) -> int:
+        return sum(thread.events for thread in self.threads)
+
+
+@dataclass(frozen=True, slots=True)
+class Tombstone:
+    id: int
+    at: float
+    actor: str
+    reason: str | None
+    threads: int
+    runs: int
+    events: int
+    detail: list[dict[str, Any]]
+
+
+@dataclass(frozen=True, slots=True)
+class RewriteReport:
+    """A sanctioned rewrite: the events whose payloads were replaced, the events re-hashed
+    (those and every later one of the run), and the links from old heads to new."""
+
+    id: int
+    run_id: str
+    thread_id: str
+    rewritten: tuple[int, ...]
+    rehashed: int
+    old_head: bytes | None
+    new_head: bytes | None
+    old_thread_head: bytes | None
+    new_thread_head: bytes | None
+
+
+@dataclass(frozen=True, slots=True)
+class ChainProblem:
+    """Where a chain does not match what is stored: ``seq`` None for a run's or a
+    thread's own head or count."""
+
+    thread_id: str
+    run_id: str | None
+    seq: int | None
+    what: str
+
+
+@dataclass(slots=True)
+class ChainReport:
+    """A verification: what was checked, and every chain that broke (the first problem
+    of each run, then the thread's own)."""
+
+    threads: int = 0
+    runs: int = 0
+    events: int = 0
+    problems: list[ChainProblem] = field(default_factory=list)
+    # (thread id) -> its closed runs' recomputed heads in seal order; (run id) -> the
+    # hash recomputed at each seq asked for (``marks``): what a receipt is checked against
+    sealed: dict[str, list[tuple[str, bytes]]] = field(default_factory=dict)
+    marked: dict[str, bytes] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+@dataclass(frozen=True, slots=True)
+class Heads:
+    """The log's heads at one moment: each thread's chain (head, runs sealed) and each
+    running run's last hash (seq, hash)."""
+
+    at: float
+    threads: dict[str, tuple[bytes, int]]
+    running: dict[str, tuple[str, int, bytes]]  # run id -> (thread id, last seq, hash)

@@ -24,6 +24,7 @@ from sqlalchemy.pool import NullPool
 from recorder.store.errors import Failure
 from recorder.store.migrations import upgrade
 from recorder.store.statements import (
+    INSERT_COLUMNS,
     AppendLock,
     Body,
     Execute,
@@ -31,8 +32,8 @@ from recorder.store.statements import (
     FetchEvents,
     InsertEvents,
     Notify,
+    Sanction,
 )
-from recorder.wire.events import RecordedEvent
 
 T = TypeVar("T")
 _Connection = asyncpg.Connection | PoolConnectionProxy
@@ -236,6 +237,14 @@ async def _insert_events(conn: _Connection, statement: Any, rows: Any) -> None:
     await conn.copy_records_to_table("events", records=rows, columns=_COLUMNS)
 
 
+async def _sanction(conn: _Connection, statement: Any, params: Any) -> None:
+    # Transaction-local (set_config's third argument): gone at COMMIT or ROLLBACK, and the
+    # triggers read it (``recorder_events_sanctioned``).
+    await conn.execute(
+        "SELECT set_config('recorder.sanctioned', $1, true)", statement.kind if statement.on else ""
+    )
+
+
 async def _lock_events(conn: _Connection, statement: Any, params: Any) -> None:
     await conn.execute(_LOCK_EVENTS)  # as the first statement, it rides with BEGIN instead
 
@@ -246,8 +255,9 @@ _PERFORM: dict[type, Callable[[_Connection, Any, Any], Any]] = {
     FetchEvents: _fetch_events,
     InsertEvents: _insert_events,
     AppendLock: _lock_events,
+    Sanction: _sanction,
 }
-_COLUMNS = list(RecordedEvent._fields)
+_COLUMNS = list(INSERT_COLUMNS)
 
 
 @functools.lru_cache(maxsize=1024)  # statements built from filters vary, but not endlessly

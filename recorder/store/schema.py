@@ -51,6 +51,10 @@ threads = Table(
     # that run's thread, read through ``runs``.
     Column("source_run_id", String, nullable=True),
     Column("source_seq", Integer, nullable=True),
+    # The thread's hash chain over its closed runs' heads (``recorder.store.chain``): its
+    # value after the last run sealed, and how many runs it covers.
+    Column("head", LargeBinary, nullable=True),
+    Column("sealed", Integer, nullable=False, server_default="0"),
     Index("ix_threads_updated", "updated_at", "thread_id"),
     Index("ix_threads_source_run", "source_run_id"),
 )
@@ -75,6 +79,10 @@ runs = Table(
     # Liveness: the recording process refreshes this; a stale running run is incomplete.
     Column("heartbeat_at", Float, nullable=True),
     Column("owner", String, nullable=True),
+    # The hash of the run's last event (its chain's head), kept when the run closes, and
+    # the run's place in its thread's chain (1, 2, ... in the order its runs closed).
+    Column("head", LargeBinary, nullable=True),
+    Column("seal", Integer, nullable=True),
     Index("ix_runs_thread_created", "thread_id", "created_at"),
     Index("ix_runs_status", "status"),
     Index("ix_runs_parent", "parent_run_id"),
@@ -113,6 +121,8 @@ events = Table(
     Column("payload", LargeBinary, nullable=False),
     Column("recorded_at", Float, nullable=False),
     Column("origin", String, nullable=False),
+    # H(previous event's hash, seq, type, payload) within the run (``recorder.store.chain``).
+    Column("hash", LargeBinary, nullable=True),
     UniqueConstraint("run_id", "seq", name="uq_events_run_seq"),
 )
 
@@ -125,4 +135,63 @@ checkpoints = Table(
     # Small ones whole, others as the root of a tree in ``input_chunks``, like inputs.
     Column("data", LargeBinary, nullable=True),
     Column("root", LargeBinary, nullable=True),
+)
+
+# -- governance: written by sanctioned transactions and admin actions, append-only ---------
+
+# A row here, inside a transaction, lets that transaction's DELETE and UPDATE of events
+# past the triggers (SQLite; PostgreSQL uses a transaction-local setting). The purge and
+# the rewrite insert it and delete it again before they commit: it is never seen outside.
+sanctioned = Table(
+    "sanctioned",
+    metadata,
+    Column("kind", String, primary_key=True),
+)
+
+# What a purge deleted: ids, counts and chain heads, when, by whom and why.
+purges = Table(
+    "purges",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("at", Float, nullable=False),
+    Column("actor", String, nullable=False),
+    Column("reason", Text, nullable=True),
+    Column("threads", Integer, nullable=False),
+    Column("runs", Integer, nullable=False),
+    Column("events", Integer, nullable=False),
+    # JSON: [{"threadId", "head", "sealed", "runs": [{"runId", "events", "head"}]}]
+    Column("detail", Text, nullable=False),
+)
+
+# What a sanctioned rewrite changed: the run's old and new heads (the link from the old
+# chain to the new one), the thread's, and which events.
+rewrites = Table(
+    "rewrites",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("at", Float, nullable=False),
+    Column("actor", String, nullable=False),
+    Column("reason", Text, nullable=True),
+    Column("run_id", String, nullable=False),
+    Column("thread_id", String, nullable=False),
+    Column("old_head", LargeBinary, nullable=True),
+    Column("new_head", LargeBinary, nullable=True),
+    Column("old_thread_head", LargeBinary, nullable=True),
+    Column("new_thread_head", LargeBinary, nullable=True),
+    # JSON: [{"seq", "oldHash", "newHash"}] for each rewritten event
+    Column("detail", Text, nullable=False),
+)
+
+# Every write and admin action: who, what, on what, when, how it ended.
+audit_log = Table(
+    "audit_log",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("at", Float, nullable=False),
+    Column("actor", String, nullable=False),
+    Column("action", String, nullable=False),
+    Column("target", String, nullable=True),
+    Column("outcome", String, nullable=False),
+    Column("detail", Text, nullable=True),
+    Index("ix_audit_log_at", "at"),
 )

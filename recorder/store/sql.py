@@ -24,21 +24,29 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from functools import partial
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
-from recorder.store import reads, writes
+from recorder.store import governance, reads, verify, writes
 from recorder.store.errors import Failure, store_errors
 from recorder.store.inputs import ChunkCache
 from recorder.store.model import (
+    Action,
     Appended,
+    ChainReport,
+    Heads,
     NewEvent,
     NewRun,
     Page,
+    PurgeReport,
+    PurgeSelection,
+    RewriteReport,
     Run,
     Thread,
     ThreadFilter,
+    Tombstone,
 )
 from recorder.store.statements import Body
 from recorder.wire.events import RecordedEvent
@@ -160,6 +168,56 @@ class SqlStore:
 
     async def drop_checkpoints(self, run_id: str | None = None) -> int:
         return await self._write(lambda: writes.drop_checkpoints(run_id))
+
+    # -- governance ------------------------------------------------------------------------
+
+    async def purge(
+        self, selection: PurgeSelection, *, actor: str, reason: str | None, dry_run: bool = False
+    ) -> PurgeReport:
+        return await self._write(lambda: governance.purge(selection, actor, reason, dry_run))
+
+    async def rewrite(
+        self, run_id: str, payloads: Mapping[int, bytes], *, actor: str, reason: str | None
+    ) -> RewriteReport:
+        size = sum(len(p) for p in payloads.values())
+        report = await self._write(
+            lambda: governance.rewrite(run_id, payloads, actor, reason), len(payloads), size
+        )
+        self._wake.set()
+        return report
+
+    async def record_action(
+        self,
+        actor: str,
+        action: str,
+        target: str | None,
+        outcome: str,
+        detail: dict[str, Any] | None = None,
+    ) -> int:
+        return await self._write(
+            lambda: governance.record_action(actor, action, target, outcome, detail)
+        )
+
+    async def list_actions(
+        self, *, limit: int = 100, before: int | None = None, action: str | None = None
+    ) -> list[Action]:
+        return await self._read(lambda: governance.list_actions(limit, before, action))
+
+    async def tombstones(self) -> list[Tombstone]:
+        return await self._read(governance.tombstones)
+
+    async def verify_chains(
+        self,
+        thread_ids: Sequence[str] = (),
+        run_ids: Sequence[str] = (),
+        *,
+        marks: Mapping[str, int] | None = None,
+    ) -> ChainReport:
+        wanted = dict(marks or {})
+        return await self._read(lambda: verify.verify(thread_ids, run_ids, wanted))
+
+    async def heads(self) -> Heads:
+        return await self._read(lambda: verify.heads(time.time()))
 
     # -- reading ---------------------------------------------------------------------------
 

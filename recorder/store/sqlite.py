@@ -32,7 +32,7 @@ from recorder.store.errors import Failure
 from recorder.store.migrations import apply_migrations
 from recorder.store.sqlite_writer import SQLiteWriter, connect
 from recorder.store.statements import (
-    EVENT_COLUMNS,
+    INSERT_COLUMNS,
     AppendLock,
     Body,
     Execute,
@@ -40,12 +40,16 @@ from recorder.store.statements import (
     FetchEvents,
     InsertEvents,
     Notify,
+    Sanction,
 )
 from recorder.wire.events import RecordedEvent
 
 T = TypeVar("T")
 
-_INSERT_EVENTS = f"INSERT INTO events ({EVENT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+_INSERT_EVENTS = (
+    f"INSERT INTO events ({', '.join(INSERT_COLUMNS)}) "
+    f"VALUES ({', '.join('?' for _ in INSERT_COLUMNS)})"
+)
 # What counts as a small transaction, run on the event loop (see SQLiteWriter).
 _SMALL_EVENTS = 32
 _SMALL_BYTES = 64 * 1024
@@ -200,9 +204,20 @@ def _nothing(conn: sqlite3.Connection, statement: Any, params: Any) -> None:
     to notify: other processes on the file notice by polling."""
 
 
+def _sanction(conn: sqlite3.Connection, statement: Any, params: Any) -> None:
+    # The triggers let a DELETE or UPDATE of events through only while a row of
+    # ``sanctioned`` exists: inserted here and deleted before the transaction commits (a
+    # write transaction holds the database, so no other connection ever sees it).
+    if statement.on:
+        conn.execute("INSERT INTO sanctioned (kind) VALUES (?)", (statement.kind,))
+    else:
+        conn.execute("DELETE FROM sanctioned WHERE kind = ?", (statement.kind,))
+
+
 _PERFORM: dict[type, Callable[[sqlite3.Connection, Any, Any], Any]] = {
     FetchEvents: _fetch_events,
     InsertEvents: _insert_events,
+    Sanction: _sanction,
     AppendLock: _nothing,
     Notify: _nothing,
 }

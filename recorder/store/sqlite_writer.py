@@ -11,7 +11,15 @@ from typing import TypeVar
 
 T = TypeVar("T")
 
-PRAGMAS = ("journal_mode=WAL", "synchronous=NORMAL", "foreign_keys=ON", "busy_timeout=30000")
+# secure_delete: a purge leaves no byte of what it deleted in the file (freed space is
+# zeroed); the log itself is never deleted from otherwise.
+PRAGMAS = (
+    "journal_mode=WAL",
+    "synchronous=NORMAL",
+    "foreign_keys=ON",
+    "busy_timeout=30000",
+    "secure_delete=ON",
+)
 
 
 class SQLiteWriter:

@@ -46,8 +46,8 @@ class FetchEvents(NamedTuple):
 
 
 class InsertEvents(NamedTuple):
-    """New event rows (``EVENT_COLUMNS`` order, given as the parameters), written the
-    driver's fastest way."""
+    """New event rows (``INSERT_COLUMNS`` order: ``EVENT_COLUMNS`` and the event's chain
+    hash, given as the parameters), written the driver's fastest way."""
 
 
 class AppendLock(NamedTuple):
@@ -56,14 +56,25 @@ class AppendLock(NamedTuple):
     hold the whole database). A body that appends asks for it first."""
 
 
+class Sanction(NamedTuple):
+    """Let this transaction delete or rewrite events past the append-only triggers
+    (``on=False``: no longer). The database checks it, not the code: PostgreSQL by a
+    transaction-local setting, SQLite by a row of ``sanctioned`` that exists only inside
+    the transaction. A body that asks for it asks for ``on=False`` before it returns."""
+
+    kind: str
+    on: bool = True
+
+
 class Notify(NamedTuple):
     """Tell other processes that this transaction committed events or a status."""
 
 
-Statement = Execute | Fetch | FetchEvents | InsertEvents | AppendLock | Notify
+Statement = Execute | Fetch | FetchEvents | InsertEvents | AppendLock | Sanction | Notify
 Body = Generator[tuple[Statement, Any], Any, T]
 
 INSERT_EVENTS = InsertEvents()
 APPEND_LOCK = AppendLock()
 NOTIFY = Notify()
 EVENT_COLUMNS = ", ".join(RecordedEvent._fields)
+INSERT_COLUMNS = (*RecordedEvent._fields, "hash")

@@ -22,6 +22,7 @@ from typing import Any
 import orjson
 
 from recorder.errors import Conflict, InputError, RunClosed, RunNotFound, ThreadNotFound
+from recorder.store import chain
 from recorder.store.inputs import INLINE_BELOW, InputTree, batches, build
 from recorder.store.model import (
     INCOMPLETE,
@@ -59,12 +60,34 @@ INSERT_RUN = Execute(
 )
 INSERT_INPUT = Execute("INSERT INTO run_inputs (run_id, input, root) VALUES (?, ?, ?)")
 SET_SOURCE = Execute("UPDATE threads SET source_run_id = ?, source_seq = ? WHERE thread_id = ?")
+# The run's last hash rides along: the subquery in RETURNING reads the event before the
+# new ones (the new event_count minus the count taken, minus one), so chaining an append
+# costs no statement of its own.
 CLAIM = Fetch(
     "UPDATE runs SET event_count = event_count + ?, heartbeat_at = ? WHERE run_id = ? "
-    "RETURNING thread_id, event_count, status"
+    "RETURNING thread_id, event_count, status, (SELECT hash FROM events "
+    "WHERE events.run_id = runs.run_id AND events.seq = runs.event_count - ? - 1)"
 )
+# Closing a run seals it into its thread's chain. The thread's row is locked first (the
+# lock order above), then the run's row is read with its last hash.
+LOCK_THREAD_OF_RUN = Fetch(
+    "SELECT thread_id, head, sealed FROM threads "
+    "WHERE thread_id = (SELECT thread_id FROM runs WHERE run_id = ?)",
+    lock=True,
+)
+# The closing UPDATE returns what sealing needs (the run's head, set once, and its last
+# hash, read while the UPDATE holds the run's row: no append can slip in after it).
+_TAIL = (
+    " RETURNING head, (SELECT hash FROM events WHERE events.run_id = runs.run_id "
+    "ORDER BY seq DESC LIMIT 1)"
+)
+SEAL_RUN = Execute("UPDATE runs SET head = ?, seal = ? WHERE run_id = ?")
+SEAL_THREAD = Execute("UPDATE threads SET head = ?, sealed = ? WHERE thread_id = ?")
 SUMMARY_OF_RUN = Execute(
     "UPDATE threads SET summary = ? WHERE thread_id = (SELECT thread_id FROM runs WHERE run_id = ?)"
+)
+CLOSE_IF_RUNNING = Fetch(
+    "UPDATE runs SET status = ?, finished_at = ? WHERE run_id = ? AND status = ?" + _TAIL
 )
 SET_SUMMARY = Execute("UPDATE threads SET summary = ? WHERE thread_id = ?")
 HEARTBEAT = Execute(
@@ -197,14 +220,23 @@ def append_batches(
     now = time.time()
     rows: list[tuple[Any, ...]] = []
     results: list[list[Appended]] = []
+    heads: dict[str, bytes] = {}  # a run's last hash, for its next batch in this call
     for run_id, events in batches:
-        found = yield CLAIM, (len(events), now, run_id)
-        thread_id, first_seq = _claimed(run_id, len(events), found[0] if found else None)
+        found = yield CLAIM, (len(events), now, run_id, len(events))
+        row = found[0] if found else None
+        thread_id, first_seq = _claimed(run_id, len(events), row)
+        previous = heads.get(run_id) or _previous(thread_id, run_id, first_seq, row)
         seqs = range(first_seq, first_seq + len(events))
         positions = range(position + 1, position + 1 + len(events))
+        typed = [(_typed(kind), payload) for payload, kind, _, _ in events]
+        hashes = chain.event_links(previous, first_seq, typed)
+        if hashes:
+            heads[run_id] = hashes[-1]
         rows += [
-            (at, thread_id, run_id, seq, _typed(kind), payload, now if when is None else when, how)
-            for at, seq, (payload, kind, how, when) in zip(positions, seqs, events, strict=True)
+            (at, thread_id, run_id, seq, kind, payload, now if when is None else when, how, h)
+            for at, seq, (kind, payload), (_, _, how, when), h in zip(
+                positions, seqs, typed, events, hashes, strict=True
+            )
         ]
         results.append(list(map(Appended._make, zip(seqs, positions, strict=True))))
         position += len(events)
@@ -226,11 +258,47 @@ def set_status(
     if summary is not None:  # the thread's row first: see the lock order above
         yield SUMMARY_OF_RUN, (_without_nul(summary), run_id)
     assignments = ", ".join(f"{column} = ?" for column in values)
-    update = Execute(f"UPDATE runs SET {assignments} WHERE run_id = ?")
-    found = yield update, (*values.values(), run_id)
-    if found == 0:
+    if status not in TERMINAL:
+        found = yield (
+            Execute(f"UPDATE runs SET {assignments} WHERE run_id = ?"),
+            (
+                *values.values(),
+                run_id,
+            ),
+        )
+        if found == 0:
+            raise RunNotFound(run_id)
+        yield NOTIFY, ()
+        return
+    thread = yield LOCK_THREAD_OF_RUN, (run_id,)
+    tail = yield (
+        Fetch(f"UPDATE runs SET {assignments} WHERE run_id = ?{_TAIL}"),
+        (
+            *values.values(),
+            run_id,
+        ),
+    )
+    if not tail:
         raise RunNotFound(run_id)
+    if thread:
+        yield from seal(run_id, thread[0], tail[0])
     yield NOTIFY, ()
+
+
+def seal(run_id: str, thread: Sequence[Any], tail: Sequence[Any]) -> Body[None]:
+    """Keep the closed run's head and chain it into its thread (``thread``: the thread's
+    row from ``LOCK_THREAD_OF_RUN``, locked by the caller; ``tail``: the run's head and
+    last hash as its closing UPDATE returned them). A run sealed already is left as it is:
+    its place in the thread's chain is where it first closed."""
+    thread_id, thread_head, sealed = thread
+    run_head, last = tail
+    if run_head is not None:
+        return
+    head = bytes(last) if last is not None else chain.run_genesis(thread_id, run_id)
+    previous = bytes(thread_head) if thread_head is not None else chain.thread_genesis(thread_id)
+    number = int(sealed) + 1
+    yield SEAL_RUN, (head, number, run_id)
+    yield SEAL_THREAD, (chain.run_link(previous, run_id, head), number, thread_id)
 
 
 def set_summary(thread_id: str, summary: str) -> Body[None]:
@@ -258,14 +326,21 @@ def mark_incomplete(
     if stale_before is not None:
         conditions.append("(heartbeat_at IS NULL OR heartbeat_at < ?)")
         params.append(stale_before)
-    close = Fetch(
-        f"UPDATE runs SET status = ?, finished_at = ? WHERE {' AND '.join(conditions)} "
-        "RETURNING run_id"
-    )
-    rows = yield close, (INCOMPLETE, time.time(), *params)
-    if rows:
+    # Read first, then close each under its thread's lock (the lock order above): a run is
+    # closed only if it is still running by then.
+    candidates = Fetch(f"SELECT run_id FROM runs WHERE {' AND '.join(conditions)}")
+    rows = yield candidates, tuple(params)
+    closed: list[str] = []
+    now = time.time()
+    for (run_id,) in sorted(rows):
+        thread = yield LOCK_THREAD_OF_RUN, (run_id,)
+        tail = yield CLOSE_IF_RUNNING, (INCOMPLETE, now, run_id, RUNNING)
+        if tail and thread:
+            yield from seal(run_id, thread[0], tail[0])
+            closed.append(str(run_id))
+    if closed:
         yield NOTIFY, ()
-    return sorted(str(row[0]) for row in rows)
+    return closed
 
 
 def save_checkpoint(run_id: str, seq: int, data: bytes, tree: InputTree | None) -> Body[None]:
@@ -285,6 +360,13 @@ def drop_checkpoints(run_id: str | None) -> Body[int]:
     else:
         dropped = yield DROP_RUN_CHECKPOINTS, (run_id,)
     return dropped
+
+
+def _previous(thread_id: str, run_id: str, first_seq: int, row: Sequence[Any] | None) -> bytes:
+    """The hash the run's next event chains from: its last event's, or its genesis."""
+    if first_seq == 0 or row is None or row[3] is None:
+        return chain.run_genesis(thread_id, run_id)
+    return bytes(row[3])
 
 
 def _claimed(run_id: str, count: int, row: Sequence[Any] | None) -> tuple[str, int]:

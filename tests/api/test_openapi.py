@@ -74,7 +74,7 @@ class Judge:
 async def served(db_url: str) -> AsyncIterator[tuple[str, httpx.AsyncClient]]:
     async with (
         demo_upstream() as upstream,
-        recorder_at(db_url, {"demo": upstream}, api_token=TOKEN) as rec,
+        recorder_at(db_url, {"demo": upstream}, api_token=TOKEN, retention="3650d") as rec,
         httpx.AsyncClient(
             base_url=rec, timeout=60, trust_env=False, headers={"authorization": f"Bearer {TOKEN}"}
         ) as http,
@@ -112,6 +112,11 @@ async def test_every_answer_follows_its_declared_schema(served: Any) -> None:
         (f"/runs/{run}/stream", "/runs/{run_id}/stream", {"afterSeq": 5}),
         ("/export", "/export", {"threadId": thread}),
         ("/export", "/export", {"threadId": "nope"}),
+        ("/audit/verify", "/audit/verify", {"threadId": thread}),
+        ("/audit/verify", "/audit/verify", {"threadId": "nope"}),
+        ("/audit/receipt", "/audit/receipt", {}),
+        ("/audit/log", "/audit/log", {"limit": 5}),
+        ("/audit/log", "/audit/log", {"limit": 0}),
     ]
     for path, template, params in gets:
         judge.check("GET", template, await http.get(path, params=params))
@@ -125,6 +130,14 @@ async def test_every_answer_follows_its_declared_schema(served: Any) -> None:
     export = (await http.get("/export", params={"threadId": thread})).content
     judge.check("POST", "/import", await http.post("/import", content=export))
     judge.check("POST", "/import", await http.post("/import", content=b"{not json"))
+    receipt = (await http.get("/audit/receipt")).content
+    judge.check("POST", "/audit/verify", await http.post("/audit/verify", content=receipt))
+    judge.check("POST", "/audit/verify", await http.post("/audit/verify", content=b"[]"))
+    purge = {"threadIds": [thread], "dryRun": True}
+    judge.check("POST", "/admin/purge", await http.post("/admin/purge", json=purge))
+    judge.check("POST", "/admin/purge", await http.post("/admin/purge", json={}))
+    retention = "/admin/retention"
+    judge.check("POST", retention, await http.post(retention, params={"dryRun": "true"}))
     connect = "/agents/{name}/connect"
     posted = {"threadId": "o1", "runId": "o1-next", "messages": []}
     judge.check("POST", connect, await http.post("/agents/demo/connect", json=posted))

@@ -40,6 +40,10 @@ async def test_upgrade_downgrade_upgrade_without_drift(db_url: str) -> None:
                 "input_chunks",
                 "events",
                 "checkpoints",
+                "sanctioned",
+                "purges",
+                "rewrites",
+                "audit_log",
             }
             assert await conn.run_sync(_diff) == []
         async with engine.begin() as conn:

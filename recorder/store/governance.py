@@ -1,0 +1,354 @@
+"""Bodies of the sanctioned changes (purge, rewrite) and of the audit log.
+
+Both sanctioned changes run in one transaction that the database itself lets past the
+append-only triggers (``Sanction``), and leave their record in the same transaction: a
+purge its tombstone, a rewrite the link from the old chain heads to the new. A DELETE or
+UPDATE of events anywhere else is still refused.
+
+``THREAD_TABLES`` is the one list of what a thread's purge deletes, in order: every table
+keyed by thread (or by a thread's runs) belongs in it, so that a purge leaves nothing of
+the thread behind. ``DETACH`` lists references other threads hold to a purged thread's
+runs, cleared first.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import orjson
+
+from recorder.errors import Conflict, InputError, RunNotFound
+from recorder.store import chain
+from recorder.store.inputs import HASH_BYTES, batches
+from recorder.store.model import (
+    RUNNING,
+    Action,
+    PurgedRun,
+    PurgedThread,
+    PurgeReport,
+    PurgeSelection,
+    RewriteReport,
+    Tombstone,
+)
+from recorder.store.statements import Body, Execute, Fetch, Sanction
+from recorder.store.writes import LOCK_THREAD_OF_RUN
+
+_RUNS_OF = "SELECT run_id FROM runs WHERE thread_id = ?"
+
+# (table, condition on one thread id): deleted in this order (children before parents).
+THREAD_TABLES: list[tuple[str, str]] = [
+    ("checkpoints", f"run_id IN ({_RUNS_OF})"),
+    ("run_inputs", f"run_id IN ({_RUNS_OF})"),
+    ("events", "thread_id = ?"),
+    ("runs", "thread_id = ?"),
+    ("threads", "thread_id = ?"),
+]
+# (table, assignments, condition on one thread id): other rows' references to the thread.
+DETACH: list[tuple[str, str, str]] = [
+    ("threads", "source_run_id = NULL, source_seq = NULL", f"source_run_id IN ({_RUNS_OF})"),
+    ("runs", "parent_run_id = NULL", f"parent_run_id IN ({_RUNS_OF})"),
+]
+
+SELECT_THREADS = "SELECT thread_id FROM threads"
+THREAD_CHAIN = Fetch("SELECT head, sealed FROM threads WHERE thread_id = ?", lock=True)
+PURGED_RUNS = Fetch(
+    "SELECT run_id, status, event_count, head FROM runs WHERE thread_id = ? "
+    "ORDER BY created_at, run_id"
+)
+INSERT_TOMBSTONE = Fetch(
+    "INSERT INTO purges (at, actor, reason, threads, runs, events, detail) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id"
+)
+TOMBSTONES = Fetch(
+    "SELECT id, at, actor, reason, threads, runs, events, detail FROM purges ORDER BY id"
+)
+INSERT_ACTION = Fetch(
+    "INSERT INTO audit_log (at, actor, action, target, outcome, detail) "
+    "VALUES (?, ?, ?, ?, ?, ?) RETURNING id"
+)
+REWRITTEN_RUN = Fetch("SELECT status, head, seal FROM runs WHERE run_id = ?")
+EVENT_HASH = Fetch("SELECT hash FROM events WHERE run_id = ? AND seq = ?")
+EVENTS_FROM = Fetch(
+    "SELECT seq, type, payload, hash FROM events WHERE run_id = ? AND seq >= ? ORDER BY seq"
+)
+REWRITE_EVENT = Execute("UPDATE events SET payload = ?, hash = ? WHERE run_id = ? AND seq = ?")
+REHASH_EVENT = Execute("UPDATE events SET hash = ? WHERE run_id = ? AND seq = ?")
+SET_RUN_HEAD = Execute("UPDATE runs SET head = ? WHERE run_id = ?")
+SEALED_RUNS = Fetch(
+    "SELECT run_id, head FROM runs WHERE thread_id = ? AND seal IS NOT NULL ORDER BY seal"
+)
+SET_THREAD_HEAD = Execute("UPDATE threads SET head = ? WHERE thread_id = ?")
+INSERT_REWRITE = Fetch(
+    "INSERT INTO rewrites (at, actor, reason, run_id, thread_id, old_head, new_head, "
+    "old_thread_head, new_thread_head, detail) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+    "RETURNING id"
+)
+
+
+def purge(
+    selection: PurgeSelection, actor: str, reason: str | None, dry_run: bool
+) -> Body[PurgeReport]:
+    now = time.time()
+    if selection.empty:
+        raise InputError("a purge names threads, an age or an agent; it names nothing")
+    ids, missing = yield from _selected(selection)
+    threads: list[PurgedThread] = []
+    skipped: list[str] = []
+    for thread_id in ids:
+        found = yield THREAD_CHAIN, (thread_id,)
+        runs = yield PURGED_RUNS, (thread_id,)
+        if any(status == RUNNING for _, status, _, _ in runs):
+            skipped.append(thread_id)
+            continue
+        head, sealed = found[0]
+        threads.append(
+            PurgedThread(
+                thread_id,
+                None if head is None else bytes(head),
+                int(sealed),
+                tuple(
+                    PurgedRun(str(r), int(n), None if h is None else bytes(h))
+                    for r, _, n, h in runs
+                ),
+            )
+        )
+    report = PurgeReport(tuple(threads), tuple(skipped), tuple(missing), dry_run, None, now)
+    if dry_run or not threads:
+        return report
+    yield Sanction("purge"), ()
+    purged_roots = yield from _roots([thread.thread_id for thread in threads])
+    for thread in threads:
+        for table, assignments, condition in DETACH:
+            yield (
+                Execute(f"UPDATE {table} SET {assignments} WHERE {condition}"),
+                (thread.thread_id,),
+            )
+        for table, condition in THREAD_TABLES:
+            yield Execute(f"DELETE FROM {table} WHERE {condition}"), (thread.thread_id,)
+    yield from _collect_chunks(purged_roots)
+    yield Sanction("purge", on=False), ()
+    detail = orjson.dumps([purged_view(thread) for thread in threads]).decode()
+    counts = (len(threads), report.runs, report.events)
+    ((tombstone,),) = yield INSERT_TOMBSTONE, (now, actor, reason, *counts, detail)
+    return PurgeReport(report.threads, report.skipped, report.missing, False, int(tombstone), now)
+
+
+_ROOTS_OF = (
+    "SELECT root FROM run_inputs WHERE root IS NOT NULL AND run_id IN ({runs}) "
+    "UNION SELECT root FROM checkpoints WHERE root IS NOT NULL AND run_id IN ({runs})"
+)
+ALL_ROOTS = Fetch(
+    "SELECT root FROM run_inputs WHERE root IS NOT NULL "
+    "UNION SELECT root FROM checkpoints WHERE root IS NOT NULL"
+)
+NODES = Fetch("SELECT hash, data FROM input_chunks WHERE level > 0")
+
+
+def _roots(thread_ids: list[str]) -> Body[set[bytes]]:
+    """The chunk trees' roots of these threads' inputs and checkpoints."""
+    roots: set[bytes] = set()
+    for thread_id in thread_ids:
+        rows = yield Fetch(_ROOTS_OF.format(runs=_RUNS_OF)), (thread_id, thread_id)
+        roots.update(bytes(row[0]) for row in rows)
+    return roots
+
+
+def _collect_chunks(purged_roots: set[bytes]) -> Body[None]:
+    """Delete the chunks (content-addressed, shared between threads) that only the purged
+    threads' trees reached: a purge leaves none of their bytes, and every tree that remains
+    keeps all of its chunks (a chunk present still means its whole subtree is)."""
+    if not purged_roots:
+        return
+    nodes = {bytes(key): bytes(data) for key, data in (yield NODES, ())}
+    remaining = {bytes(row[0]) for row in (yield ALL_ROOTS, ())}
+    doomed = _reach(purged_roots, nodes) - _reach(remaining, nodes)
+    for batch in batches(sorted(doomed)):
+        marks = ", ".join("?" for _ in batch)
+        yield Execute(f"DELETE FROM input_chunks WHERE hash IN ({marks})"), tuple(batch)
+
+
+def _reach(roots: set[bytes], nodes: Mapping[bytes, bytes]) -> set[bytes]:
+    seen: set[bytes] = set()
+    stack = list(roots)
+    while stack:
+        key = stack.pop()
+        if key in seen:
+            continue
+        seen.add(key)
+        data = nodes.get(key)
+        if data is not None:
+            stack.extend(data[i : i + HASH_BYTES] for i in range(0, len(data), HASH_BYTES))
+    return seen
+
+
+def _selected(selection: PurgeSelection) -> Body[tuple[list[str], list[str]]]:
+    conditions: list[str] = []
+    params: list[Any] = []
+    if selection.thread_ids:
+        marks = ", ".join("?" for _ in selection.thread_ids)
+        conditions.append(f"thread_id IN ({marks})")
+        params += selection.thread_ids
+    if selection.updated_before is not None:
+        conditions.append("updated_at < ?")
+        params.append(selection.updated_before)
+    if selection.agent is not None:
+        conditions.append(
+            "EXISTS (SELECT 1 FROM runs WHERE runs.thread_id = threads.thread_id "
+            "AND runs.agent = ?)"
+        )
+        params.append(selection.agent)
+    if selection.exclude_agents:
+        marks = ", ".join("?" for _ in selection.exclude_agents)
+        conditions.append(
+            "NOT EXISTS (SELECT 1 FROM runs WHERE runs.thread_id = threads.thread_id "
+            f"AND runs.agent IN ({marks}))"
+        )
+        params += selection.exclude_agents
+    query = Fetch(f"{SELECT_THREADS} WHERE {' AND '.join(conditions)} ORDER BY thread_id")
+    ids = [str(row[0]) for row in (yield query, tuple(params))]
+    missing: list[str] = []
+    if selection.thread_ids:
+        present = set(ids)
+        named = ", ".join("?" for _ in selection.thread_ids)
+        every = yield Fetch(f"{SELECT_THREADS} WHERE thread_id IN ({named})"), selection.thread_ids
+        known = {str(row[0]) for row in every}
+        missing = [t for t in dict.fromkeys(selection.thread_ids) if t not in known]
+        ids = [t for t in ids if t in present]
+    return ids, missing
+
+
+def purged_view(thread: PurgedThread) -> dict[str, Any]:
+    return {
+        "threadId": thread.thread_id,
+        "head": None if thread.head is None else thread.head.hex(),
+        "sealed": thread.sealed,
+        "events": thread.events,
+        "runs": [
+            {
+                "runId": r.run_id,
+                "events": r.events,
+                "head": None if r.head is None else r.head.hex(),
+            }
+            for r in thread.runs
+        ],
+    }
+
+
+def tombstones() -> Body[list[Tombstone]]:
+    rows = yield TOMBSTONES, ()
+    return [
+        Tombstone(int(i), float(at), a, why, int(t), int(r), int(e), orjson.loads(d))
+        for i, at, a, why, t, r, e, d in rows
+    ]
+
+
+def rewrite(
+    run_id: str, payloads: Mapping[int, bytes], actor: str, reason: str | None
+) -> Body[RewriteReport]:
+    """Replace the payloads of the run's events at the given seqs, re-hash them and every
+    later event of the run, re-seal the run and its thread, and record the change."""
+    if not payloads:
+        raise InputError("a rewrite needs at least one event")
+    thread = yield LOCK_THREAD_OF_RUN, (run_id,)
+    run = yield REWRITTEN_RUN, (run_id,)
+    if not thread or not run:
+        raise RunNotFound(run_id)
+    thread_id, old_thread_head, _sealed = thread[0]
+    status, old_head, seal = run[0]
+    if status == RUNNING:
+        raise Conflict(f"run {run_id!r} is still recording: rewrite it once it has ended")
+    first = min(payloads)
+    events = yield EVENTS_FROM, (run_id, first)
+    have = {int(row[0]) for row in events}
+    absent = sorted(set(payloads) - have)
+    if absent:
+        raise InputError(f"run {run_id!r} has no event with seq {absent[0]}")
+    previous = chain.run_genesis(thread_id, run_id)
+    if first > 0:
+        ((before,),) = yield EVENT_HASH, (run_id, first - 1)
+        previous = bytes(before) if before is not None else previous
+    new = [(kind, payloads.get(int(seq), bytes(payload))) for seq, kind, payload, _ in events]
+    hashes = chain.event_links(previous, first, new)
+    yield Sanction("rewrite"), ()
+    changed: list[dict[str, Any]] = []
+    for (seq, _kind, _old, old_hash), (_, payload), new_hash in zip(
+        events, new, hashes, strict=True
+    ):
+        if int(seq) in payloads:
+            yield REWRITE_EVENT, (payload, new_hash, run_id, seq)
+            changed.append({"seq": int(seq), "oldHash": _hex(old_hash), "newHash": new_hash.hex()})
+        else:
+            yield REHASH_EVENT, (new_hash, run_id, seq)
+    yield Sanction("rewrite", on=False), ()
+    new_head = hashes[-1]
+    new_thread_head = None if old_thread_head is None else bytes(old_thread_head)
+    if seal is not None:
+        yield SET_RUN_HEAD, (new_head, run_id)
+        sealed = yield SEALED_RUNS, (thread_id,)
+        new_thread_head = chain.thread_head(thread_id, [(str(r), bytes(h)) for r, h in sealed])
+        yield SET_THREAD_HEAD, (new_thread_head, thread_id)
+    now = time.time()
+    old = None if old_head is None else bytes(old_head)
+    old_thread = None if old_thread_head is None else bytes(old_thread_head)
+    detail = orjson.dumps({"rewritten": changed, "rehashed": len(hashes)}).decode()
+    ((record,),) = yield (
+        INSERT_REWRITE,
+        (
+            now,
+            actor,
+            reason,
+            run_id,
+            thread_id,
+            old,
+            new_head if seal is not None else None,
+            old_thread,
+            new_thread_head,
+            detail,
+        ),
+    )
+    return RewriteReport(
+        int(record),
+        run_id,
+        thread_id,
+        tuple(sorted(payloads)),
+        len(hashes),
+        old,
+        new_head if seal is not None else None,
+        old_thread,
+        new_thread_head,
+    )
+
+
+def record_action(
+    actor: str, action: str, target: str | None, outcome: str, detail: dict[str, Any] | None
+) -> Body[int]:
+    encoded = None if detail is None else orjson.dumps(detail).decode()
+    ((number,),) = yield INSERT_ACTION, (time.time(), actor, action, target, outcome, encoded)
+    return int(number)
+
+
+def list_actions(limit: int, before: int | None, action: str | None) -> Body[list[Action]]:
+    conditions: list[str] = []
+    params: list[Any] = []
+    if before is not None:
+        conditions.append("id < ?")
+        params.append(before)
+    if action is not None:
+        conditions.append("action = ?")
+        params.append(action)
+    where = f" WHERE {' AND '.join(conditions)}" if conditions else ""
+    query = Fetch(
+        "SELECT id, at, actor, action, target, outcome, detail FROM audit_log"
+        f"{where} ORDER BY id DESC LIMIT ?"
+    )
+    rows = yield query, (*params, limit)
+    return [
+        Action(int(i), float(at), a, what, target, outcome, orjson.loads(d) if d else None)
+        for i, at, a, what, target, outcome, d in rows
+    ]
+
+
+def _hex(value: Any) -> str | None:
+    return None if value is None else bytes(value).hex()

@@ -1,0 +1,66 @@
+"""EventStore.rewrite: the sanctioned way to replace stored payloads (redaction)."""
+
+from __future__ import annotations
+
+import pytest
+
+from recorder.errors import Conflict, InputError, RunNotFound
+from recorder.store import EventStore, NewRun
+from tests.conftest import raw_sql
+from tests.store.spec.conftest import ev
+
+
+async def _recorded(store: EventStore) -> None:
+    for run in ("r1", "r2"):
+        await store.create_run(NewRun(run, "t1"))
+        await store.append(run, [ev(f'{{"n":{i},"email":"a{i}@x.org"}}') for i in range(4)])
+        await store.set_status(run, "finished")
+
+
+async def test_a_rewrite_replaces_payloads_and_reseals_the_chains(store: EventStore) -> None:
+    await _recorded(store)
+    before = await store.heads()
+    old_hashes = await raw_sql(store, "SELECT seq, hash FROM events WHERE run_id = 'r1'")
+    report = await store.rewrite(
+        "r1",
+        {1: b'{"n":1,"email":"[REDACTED:email]"}', 3: b'{"n":3,"email":"[REDACTED:email]"}'},
+        actor="cli",
+        reason="rule email",
+    )
+    assert report.rewritten == (1, 3) and report.rehashed == 3  # seq 1, 2 and 3
+    events = await store.read_events("r1")
+    assert events[1].payload == b'{"n":1,"email":"[REDACTED:email]"}'
+    assert events[0].payload == b'{"n":0,"email":"a0@x.org"}'
+    assert events[2].payload == b'{"n":2,"email":"a2@x.org"}'
+    # The chains verify again, with new heads; the record links old heads to new.
+    assert (await store.verify_chains()).ok
+    after = await store.heads()
+    assert after.threads["t1"][0] != before.threads["t1"][0]
+    assert report.old_thread_head == before.threads["t1"][0]
+    assert report.new_thread_head == after.threads["t1"][0]
+    assert report.old_head == dict((s, bytes(h)) for s, h in old_hashes)[3]
+    (record,) = await raw_sql(
+        store, "SELECT actor, reason, run_id, old_head, new_head, detail FROM rewrites"
+    )
+    assert record[:3] == ("cli", "rule email", "r1")
+    assert bytes(record[3]) == report.old_head and bytes(record[4]) == report.new_head
+    assert '"seq":1' in record[5] and '"seq":3' in record[5]
+    # Outside the sanctioned transaction the events are append-only as before.
+    with pytest.raises(Exception, match="append-only"):
+        await raw_sql(store, "UPDATE events SET payload = ? WHERE run_id = 'r1'", b"{}")
+    with pytest.raises(Exception, match="append-only"):
+        await raw_sql(store, "DELETE FROM rewrites")
+
+
+async def test_a_rewrite_is_refused_for_what_it_cannot_do(store: EventStore) -> None:
+    await _recorded(store)
+    await store.create_run(NewRun("live", "t1"))
+    await store.append("live", [ev("{}")])
+    with pytest.raises(Conflict):
+        await store.rewrite("live", {0: b"[]"}, actor="cli", reason=None)
+    with pytest.raises(InputError):
+        await store.rewrite("r1", {9: b"[]"}, actor="cli", reason=None)
+    with pytest.raises(RunNotFound):
+        await store.rewrite("nope", {0: b"[]"}, actor="cli", reason=None)
+    assert (await store.read_events("r1"))[0].payload == b'{"n":0,"email":"a0@x.org"}'
+    assert (await store.verify_chains()).ok

@@ -1,0 +1,73 @@
+"""Retention: threads older than the global or their agent's age are purged automatically
+(a background task of the running recorder), with a dry run that lists what would go."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from recorder.config import Settings, load_settings, parse_age
+from recorder.errors import ConfigError
+from recorder.runtime import Runtime
+from recorder.store import EventStore, NewRun
+from recorder.timetravel.audit import apply_retention
+from tests.servers import eventually
+
+DAY = 86400.0
+
+
+async def _thread(store: EventStore, thread: str, agent: str, age_days: float) -> None:
+    run = f"{thread}-r"
+    await store.create_run(
+        NewRun(run, thread, agent=agent, created_at=time.time() - age_days * DAY)
+    )
+    await store.append(run, [])
+    await store.set_status(run, "finished")
+
+
+async def _threads(store: EventStore) -> list[str]:
+    return sorted(t.thread_id for t in (await store.list_threads(limit=100)).items)
+
+
+async def test_retention_by_age_global_and_per_agent(store: EventStore) -> None:
+    await _thread(store, "a-old", "a", 40)
+    await _thread(store, "a-new", "a", 10)
+    await _thread(store, "b-old", "b", 10)  # b keeps 1 day: 10 days is too old
+    await _thread(store, "b-new", "b", 0)
+    await _thread(store, "c-old", "c", 100)  # c keeps a year: the global age does not apply
+    settings = Settings(db=store.url, retention="30d", retention_agents={"b": "1d", "c": "365d"})
+    dry = await apply_retention(store, settings, dry_run=True)
+    listed = sorted(t["threadId"] for result in dry for t in result["threads"])
+    assert listed == ["a-old", "b-old"]
+    assert len(await _threads(store)) == 5  # a dry run deletes nothing
+    runtime = await Runtime.start(settings, store)
+    try:
+
+        async def purged() -> bool:
+            return await _threads(store) == ["a-new", "b-new", "c-old"]
+
+        await eventually(purged, "the retention pass")
+    finally:
+        await runtime.close()
+    stones = await store.tombstones()
+    assert {t["threadId"] for s in stones for t in s.detail} == {"a-old", "b-old"}
+    assert {s.actor for s in stones} == {"retention"}
+    actions = await store.list_actions(action="purge")
+    assert {a.actor for a in actions} == {"retention"}
+    assert (await store.verify_chains()).ok
+
+
+def test_retention_settings_take_ages_and_refuse_others(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert parse_age("90d") == 90 * DAY and parse_age("12h") == 12 * 3600
+    assert parse_age("30m") == 1800 and parse_age("45s") == 45 and parse_age("2w") == 14 * DAY
+    for bad in ("", "90", "d", "-1d", "tomorrow", "infd"):
+        with pytest.raises(ConfigError, match="not an age"):
+            parse_age(bad)
+    monkeypatch.setenv("RECORDER_RETENTION", "30d")
+    monkeypatch.setenv("RECORDER_RETENTION_AGENTS", '{"support": "7d"}')
+    settings = load_settings()
+    assert (settings.retention, settings.retention_agents) == ("30d", {"support": "7d"})
+    monkeypatch.setenv("RECORDER_RETENTION_AGENTS", '{"support": "soon"}')
+    with pytest.raises(ConfigError, match="'soon' is not an age"):
+        load_settings()
