@@ -145,6 +145,9 @@ class Settings(BaseSettings):
     otel_headers: dict[str, str] = Field(default_factory=dict)
     otel_service_name: str = "agui-recorder"
     otel_capture_content: bool = False
+    # Search: closed runs are indexed by a background task, polling this often (seconds).
+    search_index: bool = True
+    search_index_interval: float = 1.0
 
     @field_validator("agents", mode="before")
     @classmethod

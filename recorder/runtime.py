@@ -21,6 +21,7 @@ from recorder.telemetry.metrics import Metrics
 from recorder.telemetry.observer import RunReport, TraceSink
 from recorder.telemetry.observers import Telemetry
 from recorder.timetravel.history import History
+from recorder.timetravel.indexing import Indexer
 
 
 class Runtime:
@@ -37,6 +38,7 @@ class Runtime:
             sinks.append(self.traces)
         self.telemetry = Telemetry(self.metrics, sinks)
         self.proxy = Proxy(store, settings, client, self.owner, self.telemetry)
+        self.indexer = Indexer(store)
         self._tasks: list[asyncio.Task[None]] = []
         self._owns_store = False
         self._stop_metrics: Callable[[], None] | None = None
@@ -53,6 +55,9 @@ class Runtime:
             runtime._stop_metrics = runtime.metrics.serve(settings.metrics_address)
         await runtime.reap()
         runtime._tasks.append(asyncio.create_task(runtime._keep_alive(), name="heartbeat"))
+        if settings.search_index:
+            follow = runtime.indexer.follow(settings.search_index_interval)
+            runtime._tasks.append(asyncio.create_task(follow, name="search-index"))
         return runtime
 
     async def reap(self) -> list[str]:

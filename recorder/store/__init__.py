@@ -21,6 +21,9 @@ from recorder.store.model import (
     NewRun,
     Page,
     Run,
+    SearchDoc,
+    SearchFilter,
+    SearchHit,
     Thread,
     ThreadFilter,
     ThreadSource,
@@ -233,6 +236,30 @@ class EventStore(Protocol):
         None if there is none."""
         ...
 
+    async def search(
+        self, filters: SearchFilter, *, limit: int = 20, cursor: str | None = None
+    ) -> Page:
+        """A page of ``SearchHit`` for ``filters.text`` (all of its words, in any order,
+        ignoring case and accents; with ``filters.syntax``, the small query language of
+        ``recorder.store.terms``) among indexed documents matching the other filters, best
+        first, then newest. No text: every document that matches the filters, newest first.
+        Raises ``InputError`` for a bad cursor, kind or query.
+        """
+        ...
+
+    async def runs_to_index(self, limit: int) -> list[str]:
+        """Up to ``limit`` closed runs whose documents are not indexed yet, oldest first."""
+        ...
+
+    async def index_run(self, run_id: str, thread_id: str, docs: Sequence[SearchDoc]) -> int:
+        """Make ``docs`` the run's searchable documents (replacing any it had) and mark
+        the run indexed, in one transaction; returns how many."""
+        ...
+
+    async def clear_index(self) -> None:
+        """Drop every searchable document: every closed run is to be indexed again."""
+        ...
+
     async def wait(self, timeout: float) -> None:
         """Return once events or a run's status were committed after the call (through this
         store; on PostgreSQL by any process on the database), or after ``timeout`` seconds.
@@ -279,6 +306,9 @@ __all__ = [
     "NewRun",
     "Page",
     "Run",
+    "SearchDoc",
+    "SearchFilter",
+    "SearchHit",
     "Thread",
     "ThreadFilter",
     "ThreadSource",

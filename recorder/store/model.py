@@ -115,3 +115,59 @@ class Page:
 
     items: list[Any] = field(default_factory=list)
     cursor: str | None = None
+
+
+# Kinds of searchable documents, each derived from a run's events or its posted input.
+MESSAGE = "message"
+TOOL_CALL = "tool_call"
+REASONING = "reasoning"
+RUN_ERROR = "error"
+INPUT = "input"
+SEARCH_KINDS = (MESSAGE, TOOL_CALL, REASONING, RUN_ERROR, INPUT)
+
+
+@dataclass(frozen=True, slots=True)
+class SearchDoc:
+    """Searchable text derived from a run: a message assembled from its deltas, a tool call
+    (name, arguments, result), reasoning, an error or a posted user message; found at
+    events ``seq_from`` to ``seq_to`` (-1: the posted input)."""
+
+    thread_id: str
+    run_id: str
+    seq_from: int
+    seq_to: int
+    kind: str
+    text: str
+    recorded_at: float
+    agent: str | None = None
+    message_id: str | None = None
+    role: str | None = None
+    tool_name: str | None = None
+    error_code: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SearchHit:
+    doc: SearchDoc
+    score: float
+    snippet: str
+    marks: list[tuple[int, int]]
+
+
+@dataclass(frozen=True, slots=True)
+class SearchFilter:
+    """What hits must match besides the text. ``agents`` limits hits to those agents' runs
+    (a caller's scope); the others are the asker's filters."""
+
+    text: str = ""
+    syntax: bool = False
+    agents: tuple[str, ...] | None = None
+    agent: str | None = None
+    kind: str | None = None
+    tool: str | None = None
+    status: str | None = None
+    error_code: str | None = None
+    since: float | None = None
+    until: float | None = None
+    thread_id: str | None = None
+    run_id: str | None = None

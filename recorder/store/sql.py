@@ -24,11 +24,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Protocol, TypeVar
 
-from recorder.store import reads, writes
+from recorder.store import reads, search, writes
 from recorder.store.errors import Failure, store_errors
 from recorder.store.model import (
     Appended,
@@ -36,6 +37,8 @@ from recorder.store.model import (
     NewRun,
     Page,
     Run,
+    SearchDoc,
+    SearchFilter,
     Thread,
     ThreadFilter,
 )
@@ -55,6 +58,7 @@ class Database(Protocol):
     """
 
     url: str
+    dialect: str
     append_survives_cancel: bool
 
     def classify(self, exc: BaseException) -> Failure | None: ...
@@ -184,6 +188,28 @@ class SqlStore:
 
     async def nearest_checkpoint(self, run_id: str, seq: int) -> tuple[int, bytes] | None:
         return await self._read(lambda: reads.nearest_checkpoint(run_id, seq))
+
+    # -- the search index ------------------------------------------------------------------
+
+    async def search(
+        self, filters: SearchFilter, *, limit: int = 20, cursor: str | None = None
+    ) -> Page:
+        dialect = self.database.dialect
+        return await self._read(lambda: search.search(dialect, filters, limit, cursor))
+
+    async def runs_to_index(self, limit: int) -> list[str]:
+        return await self._read(lambda: search.pending_runs(limit))
+
+    async def index_run(self, run_id: str, thread_id: str, docs: Sequence[SearchDoc]) -> int:
+        dialect, now = self.database.dialect, time.time()
+        size = 1 << 30  # never a small write: SQLite runs it on its thread, off the loop
+        return await self._write(
+            lambda: search.index_run(dialect, run_id, thread_id, docs, now), len(docs), size
+        )
+
+    async def clear_index(self) -> None:
+        dialect = self.database.dialect
+        await self._write(lambda: search.clear_index(dialect), 0, 1 << 30)
 
     async def wait(self, timeout: float) -> None:
         if not self._listening:
