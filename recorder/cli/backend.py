@@ -25,7 +25,9 @@ from recorder.models import (
     ForkOptions,
     ForkPlan,
     ImportReport,
+    ReindexReport,
     Run,
+    SearchPage,
     State,
     StreamedEvent,
     ThreadDetail,
@@ -67,6 +69,24 @@ class Backend(Protocol):
     async def import_jsonl(
         self, data: bytes | Iterable[bytes] | AsyncIterable[bytes]
     ) -> ImportReport: ...
+    async def search(
+        self,
+        text: str = ...,
+        *,
+        syntax: bool = ...,
+        agent: str | None = ...,
+        kind: str | None = ...,
+        tool: str | None = ...,
+        status: str | None = ...,
+        error_code: str | None = ...,
+        since: str | None = ...,
+        until: str | None = ...,
+        thread_id: str | None = ...,
+        run_id: str | None = ...,
+        limit: int = ...,
+        cursor: str | None = ...,
+    ) -> SearchPage: ...
+    async def reindex(self) -> ReindexReport: ...
 
 
 @asynccontextmanager

@@ -23,7 +23,9 @@ from recorder.models import (
     ForkOptions,
     ForkPlan,
     ImportReport,
+    ReindexReport,
     Run,
+    SearchPage,
     State,
     StreamedEvent,
     ThreadDetail,
@@ -34,10 +36,12 @@ from recorder.models import (
 from recorder.proxy.proxy import Relay
 from recorder.runtime import Runtime
 from recorder.store import EventStore, open_store
+from recorder.timetravel import search as search_answers
 from recorder.timetravel import views
 from recorder.timetravel.fork import ForkPlan as Plan
 from recorder.timetravel.fork import fork_request, plan_fork
 from recorder.timetravel.history import History
+from recorder.timetravel.indexing import Indexer
 from recorder.timetravel.replay import ThreadStream, stream_run
 from recorder.timetravel.transfer import check_threads, export_lines, import_lines
 from recorder.wire.sse import FrameSplitter
@@ -122,6 +126,44 @@ class LocalBackend:
             cursor=cursor,
         )
         return ThreadPage.model_validate(page)
+
+    async def search(
+        self,
+        text: str = "",
+        *,
+        syntax: bool = False,
+        agent: str | None = None,
+        kind: str | None = None,
+        tool: str | None = None,
+        status: str | None = None,
+        error_code: str | None = None,
+        since: str | None = None,
+        until: str | None = None,
+        thread_id: str | None = None,
+        run_id: str | None = None,
+        limit: int = 20,
+        cursor: str | None = None,
+    ) -> SearchPage:
+        page = await search_answers.search(
+            self.store,
+            text=text,
+            syntax=syntax,
+            agent=agent,
+            kind=kind,
+            tool=tool,
+            status=status,
+            error_code=error_code,
+            since=since,
+            until=until,
+            thread_id=thread_id,
+            run_id=run_id,
+            limit=limit,
+            cursor=cursor,
+        )
+        return SearchPage.model_validate(page)
+
+    async def reindex(self) -> ReindexReport:
+        return ReindexReport(runs=await Indexer(self.store).reindex())
 
     async def thread(self, thread_id: str) -> ThreadDetail:
         return ThreadDetail.model_validate(await views.thread_detail(self.store, thread_id))

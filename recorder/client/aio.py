@@ -24,7 +24,10 @@ from recorder.models import (
     ForkPlan,
     Health,
     ImportReport,
+    ReindexReport,
     Run,
+    SearchHit,
+    SearchPage,
     State,
     StreamedEvent,
     Thread,
@@ -234,6 +237,57 @@ class AsyncRecorderClient:
         headers = {"content-type": "application/x-ndjson"}
         response = await self._send("POST", "/import", content=content, headers=headers)
         return _validated(ImportReport, response.content)
+
+    # -- search ------------------------------------------------------------------------------
+
+    async def search(
+        self,
+        text: str = "",
+        *,
+        syntax: bool = False,
+        agent: str | None = None,
+        kind: str | None = None,
+        tool: str | None = None,
+        status: str | None = None,
+        error_code: str | None = None,
+        since: str | None = None,
+        until: str | None = None,
+        thread_id: str | None = None,
+        run_id: str | None = None,
+        limit: int = 20,
+        cursor: str | None = None,
+    ) -> SearchPage:
+        """One page of hits in recorded content, best first; ``next_cursor`` for more."""
+        params = {
+            "q": text,
+            "syntax": "true" if syntax else None,
+            "agent": agent,
+            "kind": kind,
+            "tool": tool,
+            "status": status,
+            "errorCode": error_code,
+            "since": since,
+            "until": until,
+            "threadId": thread_id,
+            "runId": run_id,
+        }
+        return await self._get(SearchPage, "/search", limit=limit, cursor=cursor, **params)
+
+    async def iter_search(self, /, text: str = "", **filters: Any) -> AsyncIterator[SearchHit]:
+        """Every hit, page after page (the same filters as ``search``)."""
+        cursor = None
+        while True:
+            page = await self.search(text, cursor=cursor, **filters)
+            for hit in page.hits:
+                yield hit
+            if page.next_cursor is None:
+                return
+            cursor = page.next_cursor
+
+    async def reindex(self) -> ReindexReport:
+        """Drop the search index and build it again from the log."""
+        response = await self._send("POST", "/search/reindex")
+        return _validated(ReindexReport, response.content)
 
     # -- plumbing ----------------------------------------------------------------------------
 

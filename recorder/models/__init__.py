@@ -24,6 +24,13 @@ from recorder.models.runs import (
     RunSummary,
     Verification,
 )
+from recorder.models.search import (
+    SEARCH_KINDS,
+    ReindexReport,
+    SearchHit,
+    SearchKind,
+    SearchPage,
+)
 from recorder.models.service import Agent, AgentList, ErrorDetail, Health
 from recorder.models.state import Checkpoint, Problem, State, ThreadHistory
 from recorder.models.stream import StreamedEvent
@@ -32,6 +39,7 @@ from recorder.models.transfer import ImportReport
 
 __all__ = [
     "RUN_STATUSES",
+    "SEARCH_KINDS",
     "Agent",
     "AgentList",
     "Checkpoint",
@@ -50,10 +58,14 @@ __all__ = [
     "Model",
     "Problem",
     "RecordedViolation",
+    "ReindexReport",
     "Run",
     "RunNode",
     "RunStatus",
     "RunSummary",
+    "SearchHit",
+    "SearchKind",
+    "SearchPage",
     "State",
     "StreamedEvent",
     "Thread",

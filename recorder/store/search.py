@@ -49,6 +49,7 @@ DROP_FTS_OF_RUN = Execute(
     "SELECT 'delete', id, terms FROM search_docs WHERE run_id = ?"
 )
 DROP_DOCS_OF_RUN = Execute("DELETE FROM search_docs WHERE run_id = ?")
+LOCK_RUN = Fetch("SELECT 1 FROM runs WHERE run_id = ?", lock=True)
 MARK_INDEXED = Execute(
     "INSERT INTO search_runs (run_id, thread_id, indexed_at) VALUES (?, ?, ?) "
     "ON CONFLICT (run_id) DO UPDATE SET indexed_at = excluded.indexed_at"
@@ -72,6 +73,9 @@ def index_run(
     dialect: str, run_id: str, thread_id: str, docs: Sequence[SearchDoc], now: float
 ) -> Body[int]:
     """Replace the run's documents with ``docs`` and mark it indexed."""
+    # The run's row, locked: two indexers of one run take turns (PostgreSQL), and the
+    # second replaces the first's documents instead of adding to them.
+    yield LOCK_RUN, (run_id,)
     if dialect == SQLITE:
         yield DROP_FTS_OF_RUN, (run_id,)
     yield DROP_DOCS_OF_RUN, (run_id,)

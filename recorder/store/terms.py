@@ -246,10 +246,9 @@ def snippet(text: str, query: Query) -> tuple[str, list[tuple[int, int]]]:
         for word, start, end in tokens(text)
         if word in exact or any(word.startswith(p) for p in prefixes)
     ]
-    if not hits or len(text) <= SNIPPET_CHARS:
+    begin = max(0, hits[0][0] - SNIPPET_CHARS // 3) if hits else 0
+    if len(text) <= SNIPPET_CHARS:
         begin = 0
-    else:
-        begin = max(0, hits[0][0] - SNIPPET_CHARS // 3)
     finish = min(len(text), begin + SNIPPET_CHARS)
     piece = text[begin:finish]
     marks = [(s - begin, e - begin) for s, e in hits if s >= begin and e <= finish]

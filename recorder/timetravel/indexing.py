@@ -258,6 +258,7 @@ class Indexer:
     def __init__(self, store: EventStore, *, batch: int = 20) -> None:
         self.store = store
         self.batch = batch
+        self._busy = asyncio.Lock()  # one pass at a time: follow() and reindex() take turns
 
     async def index_run(self, run_id: str) -> int:
         try:
@@ -275,6 +276,10 @@ class Indexer:
 
     async def index_pending(self) -> int:
         """Index closed runs not indexed yet, a batch at a time; how many runs were."""
+        async with self._busy:
+            return await self._index_pending()
+
+    async def _index_pending(self) -> int:
         done = 0
         while True:
             pending = await self.store.runs_to_index(self.batch)
@@ -286,8 +291,9 @@ class Indexer:
 
     async def reindex(self) -> int:
         """Drop the index and build it again from the log; how many runs were indexed."""
-        await self.store.clear_index()
-        return await self.index_pending()
+        async with self._busy:
+            await self.store.clear_index()
+            return await self._index_pending()
 
     async def follow(self, interval: float) -> None:
         """Index as runs close, until cancelled; a failure is logged and tried again."""
