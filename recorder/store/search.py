@@ -119,6 +119,8 @@ def _doc_values(doc: SearchDoc) -> tuple[Any, ...]:
 def search(dialect: str, f: SearchFilter, limit: int, cursor: str | None) -> Body[Page]:
     """A page of hits for ``f``: best first, then newest."""
     query = terms.parse(f.text, syntax=f.syntax)
+    if f.text.strip() and not query.clauses:
+        return Page([], None)  # text, but not one word in it: nothing can match
     columns = ", ".join(f"d.{name.strip()}" for name in _DOC_COLUMNS.split(","))
     params: list[Any] = []
     if not query.clauses:
