@@ -134,6 +134,7 @@ def recorder_app(args: argparse.Namespace, agents: dict[str, str]) -> Any:
         durability=args.durability,
         checkpoint_every=args.checkpoint_every,
         metrics=not args.no_metrics,
+        search_index=not args.no_search_index,
     )
     return create_app(settings)
 
@@ -160,6 +161,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--durability", default="commit", choices=["commit", "buffered"])
     parser.add_argument("--checkpoint-every", type=int, default=1000)
     parser.add_argument("--no-metrics", action="store_true")
+    parser.add_argument("--no-search-index", action="store_true")
     args = parser.parse_args(argv)
     agents = dict(spec.split("=", 1) for spec in args.agent)
     if args.kind == "upstream":
