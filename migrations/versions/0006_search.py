@@ -1,10 +1,15 @@
-"""search: documents derived from runs, their text index, and the runs already indexed
+"""search and annotations: documents derived from runs, their text index, the runs already
+indexed; tags, notes and scores on threads and runs
 
 ``search_docs`` holds one row per searchable document (a message assembled from its
 deltas, a tool call, reasoning, an error, a posted user message), ``search_runs`` the runs
 whose documents are in; the text index is an FTS5 table on SQLite (external content:
 ``search_docs.terms``) and a GIN index over the ``terms`` tsvector on PostgreSQL. All of it
 is derived from the log: it starts empty, and the recorder fills it in the background.
+
+Annotations live beside the log, never in it: ``tags`` (key/value), ``notes`` (text with an
+author and a time) and ``scores`` (one number), each on a thread (``run_id`` empty) or on
+one of its runs, keyed by thread.
 
 Revision ID: 0006_search
 Revises: 0002
@@ -56,6 +61,36 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("run_id", name=op.f("pk_search_runs")),
     )
     op.create_index("ix_search_runs_thread", "search_runs", ["thread_id"])
+    op.create_table(
+        "tags",
+        sa.Column("thread_id", sa.String(), nullable=False),
+        sa.Column("run_id", sa.String(), nullable=False),
+        sa.Column("key", sa.String(), nullable=False),
+        sa.Column("value", sa.String(), nullable=False),
+        sa.Column("updated_at", sa.Float(), nullable=False),
+        sa.PrimaryKeyConstraint("thread_id", "run_id", "key", name=op.f("pk_tags")),
+    )
+    op.create_index("ix_tags_key_value", "tags", ["key", "value"])
+    op.create_table(
+        "notes",
+        sa.Column("note_id", sa.String(), nullable=False),
+        sa.Column("thread_id", sa.String(), nullable=False),
+        sa.Column("run_id", sa.String(), nullable=False),
+        sa.Column("author", sa.String(), nullable=True),
+        sa.Column("text", sa.Text(), nullable=False),
+        sa.Column("created_at", sa.Float(), nullable=False),
+        sa.PrimaryKeyConstraint("note_id", name=op.f("pk_notes")),
+    )
+    op.create_index("ix_notes_thread", "notes", ["thread_id", "created_at"])
+    op.create_table(
+        "scores",
+        sa.Column("thread_id", sa.String(), nullable=False),
+        sa.Column("run_id", sa.String(), nullable=False),
+        sa.Column("value", sa.Float(), nullable=False),
+        sa.Column("author", sa.String(), nullable=True),
+        sa.Column("updated_at", sa.Float(), nullable=False),
+        sa.PrimaryKeyConstraint("thread_id", "run_id", name=op.f("pk_scores")),
+    )
     if op.get_bind().dialect.name == "sqlite":
         # Words are made by recorder.store.terms; unicode61 only splits them at spaces.
         op.execute(
@@ -67,6 +102,11 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
+    op.drop_table("scores")
+    op.drop_index("ix_notes_thread", table_name="notes")
+    op.drop_table("notes")
+    op.drop_index("ix_tags_key_value", table_name="tags")
+    op.drop_table("tags")
     if op.get_bind().dialect.name == "sqlite":
         op.execute("DROP TABLE IF EXISTS search_fts")
     else:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 from fastapi import APIRouter, Query
 
 from recorder.api.deps import RuntimeDep, TokenDep
 from recorder.api.views import ERRORS, JSON
 from recorder.models import ReindexReport, SearchPage
 from recorder.timetravel import search as answers
+from recorder.timetravel.annotating import parse_tags
 
 router = APIRouter(tags=["search"], dependencies=[TokenDep], responses=ERRORS)
 
@@ -26,6 +29,10 @@ async def search(
     until: str | None = Query(None, description="ISO-8601 time or epoch seconds"),
     threadId: str | None = None,
     runId: str | None = None,
+    tag: Annotated[
+        list[str] | None,
+        Query(description="KEY:VALUE, on the hit's thread or run (repeat: all of them)"),
+    ] = None,
     limit: int = Query(20, description="1 to 100"),
     cursor: str | None = None,
 ) -> JSON:
@@ -46,6 +53,7 @@ async def search(
         run_id=runId,
         limit=limit,
         cursor=cursor,
+        tags=parse_tags(tag),
     )
     return JSON(page)
 

@@ -11,7 +11,7 @@ add it to ``AsyncRecorderClient``, to ``Backend`` and to ``LocalBackend``.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterable, AsyncIterator, Iterable
+from collections.abc import AsyncIterable, AsyncIterator, Iterable, Mapping
 from contextlib import asynccontextmanager
 from typing import Protocol
 
@@ -25,11 +25,13 @@ from recorder.models import (
     ForkOptions,
     ForkPlan,
     ImportReport,
+    Note,
     ReindexReport,
     Run,
     SearchPage,
     State,
     StreamedEvent,
+    ThreadAnnotations,
     ThreadDetail,
     ThreadPage,
     Verification,
@@ -47,6 +49,7 @@ class Backend(Protocol):
         text: str | None = ...,
         limit: int = ...,
         cursor: str | None = ...,
+        tags: Mapping[str, str] | None = ...,
     ) -> ThreadPage: ...
     async def thread(self, thread_id: str) -> ThreadDetail: ...
     async def run(self, run_id: str) -> Run: ...
@@ -85,8 +88,34 @@ class Backend(Protocol):
         run_id: str | None = ...,
         limit: int = ...,
         cursor: str | None = ...,
+        tags: Mapping[str, str] | None = ...,
     ) -> SearchPage: ...
     async def reindex(self) -> ReindexReport: ...
+    async def annotations(self, thread_id: str) -> ThreadAnnotations: ...
+    async def set_tags(
+        self,
+        tags: Mapping[str, str | None],
+        *,
+        thread_id: str | None = ...,
+        run_id: str | None = ...,
+    ) -> ThreadAnnotations: ...
+    async def add_note(
+        self,
+        text: str,
+        *,
+        author: str | None = ...,
+        thread_id: str | None = ...,
+        run_id: str | None = ...,
+    ) -> Note: ...
+    async def remove_note(self, note_id: str) -> None: ...
+    async def set_score(
+        self,
+        value: float | None,
+        *,
+        author: str | None = ...,
+        thread_id: str | None = ...,
+        run_id: str | None = ...,
+    ) -> ThreadAnnotations: ...
 
 
 @asynccontextmanager

@@ -8,7 +8,7 @@ process, so it needs the agent's URL in this command's settings.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterable, AsyncIterator, Iterable
+from collections.abc import AsyncIterable, AsyncIterator, Iterable, Mapping
 from pathlib import Path
 
 from sqlalchemy.engine import make_url
@@ -23,11 +23,13 @@ from recorder.models import (
     ForkOptions,
     ForkPlan,
     ImportReport,
+    Note,
     ReindexReport,
     Run,
     SearchPage,
     State,
     StreamedEvent,
+    ThreadAnnotations,
     ThreadDetail,
     ThreadHistory,
     ThreadPage,
@@ -36,8 +38,8 @@ from recorder.models import (
 from recorder.proxy.proxy import Relay
 from recorder.runtime import Runtime
 from recorder.store import EventStore, open_store
+from recorder.timetravel import annotating, views
 from recorder.timetravel import search as search_answers
-from recorder.timetravel import views
 from recorder.timetravel.fork import ForkPlan as Plan
 from recorder.timetravel.fork import fork_request, plan_fork
 from recorder.timetravel.history import History
@@ -114,6 +116,7 @@ class LocalBackend:
         text: str | None = None,
         limit: int = 50,
         cursor: str | None = None,
+        tags: Mapping[str, str] | None = None,
     ) -> ThreadPage:
         page = await views.list_threads(
             self.store,
@@ -124,6 +127,7 @@ class LocalBackend:
             text=text,
             limit=limit,
             cursor=cursor,
+            tags=tuple((tags or {}).items()),
         )
         return ThreadPage.model_validate(page)
 
@@ -143,6 +147,7 @@ class LocalBackend:
         run_id: str | None = None,
         limit: int = 20,
         cursor: str | None = None,
+        tags: Mapping[str, str] | None = None,
     ) -> SearchPage:
         page = await search_answers.search(
             self.store,
@@ -159,11 +164,55 @@ class LocalBackend:
             run_id=run_id,
             limit=limit,
             cursor=cursor,
+            tags=tuple((tags or {}).items()),
         )
         return SearchPage.model_validate(page)
 
     async def reindex(self) -> ReindexReport:
         return ReindexReport(runs=await Indexer(self.store).reindex())
+
+    async def annotations(self, thread_id: str) -> ThreadAnnotations:
+        saved = await annotating.thread_annotations(self.store, thread_id)
+        return ThreadAnnotations.model_validate(saved)
+
+    async def set_tags(
+        self,
+        tags: Mapping[str, str | None],
+        *,
+        thread_id: str | None = None,
+        run_id: str | None = None,
+    ) -> ThreadAnnotations:
+        saved = await annotating.set_tags(self.store, tags, thread_id=thread_id, run_id=run_id)
+        return ThreadAnnotations.model_validate(saved)
+
+    async def add_note(
+        self,
+        text: str,
+        *,
+        author: str | None = None,
+        thread_id: str | None = None,
+        run_id: str | None = None,
+    ) -> Note:
+        note = await annotating.add_note(
+            self.store, text, author, thread_id=thread_id, run_id=run_id
+        )
+        return Note.model_validate(note)
+
+    async def remove_note(self, note_id: str) -> None:
+        await self.store.remove_note(note_id)
+
+    async def set_score(
+        self,
+        value: float | None,
+        *,
+        author: str | None = None,
+        thread_id: str | None = None,
+        run_id: str | None = None,
+    ) -> ThreadAnnotations:
+        saved = await annotating.set_score(
+            self.store, value, author, thread_id=thread_id, run_id=run_id
+        )
+        return ThreadAnnotations.model_validate(saved)
 
     async def thread(self, thread_id: str) -> ThreadDetail:
         return ThreadDetail.model_validate(await views.thread_detail(self.store, thread_id))

@@ -123,3 +123,8 @@ class RecorderClient:
     search = _blocking(AsyncRecorderClient.search)
     iter_search = _blocking_iter(AsyncRecorderClient.iter_search)
     reindex = _blocking(AsyncRecorderClient.reindex)
+    annotations = _blocking(AsyncRecorderClient.annotations)
+    set_tags = _blocking(AsyncRecorderClient.set_tags)
+    add_note = _blocking(AsyncRecorderClient.add_note)
+    remove_note = _blocking(AsyncRecorderClient.remove_note)
+    set_score = _blocking(AsyncRecorderClient.set_score)

@@ -10,6 +10,14 @@ Free-form AG-UI values (messages, state, events, interrupts) are JSON values as 
 the recorder keeps whatever an agent sent, so these models never narrow them.
 """
 
+from recorder.models.annotations import (
+    Annotated,
+    NewNote,
+    NewScore,
+    Note,
+    Score,
+    ThreadAnnotations,
+)
 from recorder.models.base import Model
 from recorder.models.fork import ForkBody, ForkOptions, ForkPlan, ForkStrategy, MessageEdit
 from recorder.models.runs import (
@@ -42,6 +50,7 @@ __all__ = [
     "SEARCH_KINDS",
     "Agent",
     "AgentList",
+    "Annotated",
     "Checkpoint",
     "ErrorDetail",
     "Event",
@@ -56,6 +65,9 @@ __all__ = [
     "LifecycleViolation",
     "MessageEdit",
     "Model",
+    "NewNote",
+    "NewScore",
+    "Note",
     "Problem",
     "RecordedViolation",
     "ReindexReport",
@@ -63,12 +75,14 @@ __all__ = [
     "RunNode",
     "RunStatus",
     "RunSummary",
+    "Score",
     "SearchHit",
     "SearchKind",
     "SearchPage",
     "State",
     "StreamedEvent",
     "Thread",
+    "ThreadAnnotations",
     "ThreadDetail",
     "ThreadHistory",
     "ThreadPage",

@@ -10,15 +10,17 @@ stays on the chained cause. A method that raises has changed nothing.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Protocol
 
 from recorder.errors import ConfigError
 from recorder.store.errors import store_errors
 from recorder.store.model import (
+    Annotations,
     Appended,
     NewEvent,
     NewRun,
+    Note,
     Page,
     Run,
     SearchDoc,
@@ -236,6 +238,43 @@ class EventStore(Protocol):
         None if there is none."""
         ...
 
+    async def set_tags(
+        self, thread_id: str, run_id: str | None, tags: Mapping[str, str | None]
+    ) -> None:
+        """Set tags on the thread (``run_id`` None) or on one of its runs: each key gets its
+        value, or loses its tag when the value is None. One transaction.
+
+        Raises ``ThreadNotFound``, ``RunNotFound``, ``NotFound`` for a run of another
+        thread, ``InputError`` for an empty key or text too long.
+        """
+        ...
+
+    async def add_note(self, note: Note) -> None:
+        """Keep a note (a note with the same id is kept as it was). Raises as ``set_tags``,
+        and ``InputError`` for a note without text."""
+        ...
+
+    async def remove_note(self, note_id: str) -> None:
+        """Forget a note. Raises ``NotFound``."""
+        ...
+
+    async def set_score(
+        self, thread_id: str, run_id: str | None, value: float | None, author: str | None
+    ) -> None:
+        """Give the thread or run its score (None removes it). Raises as ``set_tags``, and
+        ``InputError`` for a number that is not finite."""
+        ...
+
+    async def annotations(self, thread_id: str) -> Annotations:
+        """The tags, notes (oldest first) and scores of the thread and its runs. Raises
+        ``ThreadNotFound``."""
+        ...
+
+    async def restore_annotations(self, saved: Annotations) -> None:
+        """Put exported annotations back as they were, times included; doing it again
+        changes nothing. Raises ``ThreadNotFound``."""
+        ...
+
     async def search(
         self, filters: SearchFilter, *, limit: int = 20, cursor: str | None = None
     ) -> Page:
@@ -300,10 +339,12 @@ async def open_store(url: str, *, migrate: bool = False) -> EventStore:
 
 
 __all__ = [
+    "Annotations",
     "Appended",
     "EventStore",
     "NewEvent",
     "NewRun",
+    "Note",
     "Page",
     "Run",
     "SearchDoc",

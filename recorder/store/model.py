@@ -107,6 +107,8 @@ class ThreadFilter:
     since: float | None = None
     until: float | None = None
     text: str | None = None
+    # key/value pairs, each on the thread or on one of its runs
+    tags: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,3 +173,45 @@ class SearchFilter:
     until: float | None = None
     thread_id: str | None = None
     run_id: str | None = None
+    # key/value pairs, each on the hit's thread or on its run
+    tags: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Note:
+    """A note on a thread (``run_id`` None) or one of its runs."""
+
+    note_id: str
+    thread_id: str
+    run_id: str | None
+    text: str
+    author: str | None
+    created_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class Score:
+    thread_id: str
+    run_id: str | None
+    value: float
+    author: str | None
+    updated_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class Tag:
+    thread_id: str
+    run_id: str | None
+    key: str
+    value: str
+    updated_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class Annotations:
+    """Everything annotated on a thread and its runs, beside the log."""
+
+    thread_id: str
+    tags: list[Tag] = field(default_factory=list)
+    notes: list[Note] = field(default_factory=list)
+    scores: list[Score] = field(default_factory=list)

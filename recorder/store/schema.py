@@ -151,6 +151,41 @@ search_runs = Table(
     Index("ix_search_runs_thread", "thread_id"),
 )
 
+# Annotations: beside the log, never in it. Each is on a thread (run_id '') or one of its
+# runs; keyed by thread, so a thread's go with it.
+tags = Table(
+    "tags",
+    metadata,
+    Column("thread_id", String, primary_key=True),
+    Column("run_id", String, primary_key=True),
+    Column("key", String, primary_key=True),
+    Column("value", String, nullable=False),
+    Column("updated_at", Float, nullable=False),
+    Index("ix_tags_key_value", "key", "value"),
+)
+
+notes = Table(
+    "notes",
+    metadata,
+    Column("note_id", String, primary_key=True),
+    Column("thread_id", String, nullable=False),
+    Column("run_id", String, nullable=False),
+    Column("author", String, nullable=True),
+    Column("text", Text, nullable=False),
+    Column("created_at", Float, nullable=False),
+    Index("ix_notes_thread", "thread_id", "created_at"),
+)
+
+scores = Table(
+    "scores",
+    metadata,
+    Column("thread_id", String, primary_key=True),
+    Column("run_id", String, primary_key=True),
+    Column("value", Float, nullable=False),
+    Column("author", String, nullable=True),
+    Column("updated_at", Float, nullable=False),
+)
+
 # Made by the migration, outside what SQLAlchemy describes: the FTS5 table (and the
 # shadow tables SQLite keeps for it) and PostgreSQL's GIN index.
 UNDESCRIBED = ("search_fts", "ix_search_docs_terms")

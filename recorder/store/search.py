@@ -21,6 +21,7 @@ import orjson
 
 from recorder.errors import InputError
 from recorder.store import terms
+from recorder.store.annotation import tag_condition
 from recorder.store.model import (
     RUNNING,
     SEARCH_KINDS,
@@ -192,6 +193,9 @@ def _conditions(f: SearchFilter) -> tuple[list[str], list[Any]]:
             "EXISTS (SELECT 1 FROM runs r WHERE r.run_id = d.run_id AND r.status = ?)"
         )
         params.append(f.status)
+    more, more_params = tag_condition(f.tags, "d.thread_id", "d.run_id")
+    conditions += more
+    params += more_params
     if f.since is not None:
         conditions.append("d.recorded_at >= ?")
         params.append(float(f.since))

@@ -25,16 +25,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from typing import Protocol, TypeVar
 
-from recorder.store import reads, search, writes
+from recorder.store import annotation, reads, search, writes
 from recorder.store.errors import Failure, store_errors
 from recorder.store.model import (
+    Annotations,
     Appended,
     NewEvent,
     NewRun,
+    Note,
     Page,
     Run,
     SearchDoc,
@@ -188,6 +190,32 @@ class SqlStore:
 
     async def nearest_checkpoint(self, run_id: str, seq: int) -> tuple[int, bytes] | None:
         return await self._read(lambda: reads.nearest_checkpoint(run_id, seq))
+
+    # -- annotations -----------------------------------------------------------------------
+
+    async def set_tags(
+        self, thread_id: str, run_id: str | None, tags: Mapping[str, str | None]
+    ) -> None:
+        now = time.time()
+        await self._write(lambda: annotation.set_tags(thread_id, run_id, tags, now))
+
+    async def add_note(self, note: Note) -> None:
+        await self._write(lambda: annotation.add_note(note))
+
+    async def remove_note(self, note_id: str) -> None:
+        await self._write(lambda: annotation.remove_note(note_id))
+
+    async def set_score(
+        self, thread_id: str, run_id: str | None, value: float | None, author: str | None
+    ) -> None:
+        now = time.time()
+        await self._write(lambda: annotation.set_score(thread_id, run_id, value, author, now))
+
+    async def annotations(self, thread_id: str) -> Annotations:
+        return await self._read(lambda: annotation.get(thread_id))
+
+    async def restore_annotations(self, saved: Annotations) -> None:
+        await self._write(lambda: annotation.restore(saved))
 
     # -- the search index ------------------------------------------------------------------
 

@@ -49,6 +49,7 @@ async def search(
     limit: int = 20,
     cursor: str | None = None,
     scope: tuple[str, ...] | None = None,
+    tags: tuple[tuple[str, str], ...] = (),
 ) -> dict[str, Any]:
     """A page of hits; ``scope``, when given, the only agents whose runs may be found."""
     if len(text) > MAX_QUERY_CHARS:
@@ -72,6 +73,7 @@ async def search(
         until=parse_time(until, "until"),
         thread_id=thread_id,
         run_id=run_id,
+        tags=tags,
     )
     page = await store.search(filters, limit=limit, cursor=cursor)
     return {"hits": [hit_view(hit) for hit in page.items], "nextCursor": page.cursor}

@@ -70,7 +70,9 @@ async def test_search_finds_recorded_runs(served: Any) -> None:
     cursor=st.one_of(st.none(), st.text(max_size=20)),
 )
 @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
-async def test_no_query_is_a_server_error(served: Any, q: str, syntax: bool, cursor: str | None) -> None:
+async def test_no_query_is_a_server_error(
+    served: Any, q: str, syntax: bool, cursor: str | None
+) -> None:
     _rec, http = served
     params: dict[str, str] = {"q": q, "syntax": str(syntax).lower()}
     if cursor is not None:

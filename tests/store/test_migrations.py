@@ -43,6 +43,9 @@ async def test_upgrade_downgrade_upgrade_without_drift(db_url: str) -> None:
                 "checkpoints",
                 "search_docs",
                 "search_runs",
+                "tags",
+                "notes",
+                "scores",
             }
             assert await conn.run_sync(_diff) == []
         async with engine.begin() as conn:

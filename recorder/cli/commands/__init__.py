@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from recorder.cli.commands import (
+    annotate,
     browse,
     check,
     fork,
@@ -14,4 +15,14 @@ from recorder.cli.commands import (
 )
 from recorder.cli.parser import Group
 
-GROUPS: tuple[Group, ...] = (server, browse, search, state, replay, fork, transfer, check)
+GROUPS: tuple[Group, ...] = (
+    server,
+    browse,
+    search,
+    annotate,
+    state,
+    replay,
+    fork,
+    transfer,
+    check,
+)

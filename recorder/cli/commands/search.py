@@ -5,6 +5,7 @@ from __future__ import annotations
 from recorder.cli.context import Context
 from recorder.cli.parser import Commands
 from recorder.models import SEARCH_KINDS, SearchHit, SearchPage
+from recorder.timetravel.annotating import parse_tags
 
 
 def register(commands: Commands) -> None:
@@ -29,6 +30,7 @@ def register(commands: Commands) -> None:
     p.add_argument("--since", help="recorded at or after (ISO-8601 or epoch seconds)")
     p.add_argument("--until", help="recorded at or before (ISO-8601 or epoch seconds)")
     p.add_argument("--thread", help="only this thread")
+    p.add_argument("--tag", action="append", metavar="KEY:VALUE", help="on the hit's thread or run")
     p.add_argument("--limit", type=int, default=20, help="hits per page (default 20)")
     p.add_argument("--cursor", help="the page after this cursor (printed when there is more)")
     p.add_argument("--all", action="store_true", help="every page")
@@ -51,6 +53,7 @@ async def search(context: Context) -> int:
         "until": args.until,
         "thread_id": args.thread,
         "limit": args.limit,
+        "tags": dict(parse_tags(args.tag)),
     }
     async with context.backend() as backend:
         page = await backend.search(args.query, cursor=args.cursor, **filters)
