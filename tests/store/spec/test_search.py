@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import orjson
@@ -94,7 +95,9 @@ async def corpus(store: EventStore) -> None:
         agent="billing",
         status="error",
         created_at=2000.0,
-        messages=({"id": "u2", "role": "user", "content": "東京タワーの営業時間は？ 🎉 Ünïcödé"},),
+        messages=(
+            {"id": "u2", "role": "user", "content": "東京タワーの営業時間は\uff1f 🎉 Ünïcödé"},
+        ),
     )
     await store.create_run(NewRun("r3", "t3", "support", posted("t3", "r3")))
     await store.append("r3", said("m3", "a refund still running"))
@@ -220,7 +223,7 @@ async def test_ranking_and_keyset_pages(store: EventStore) -> None:
     scores = [h.score for h in everything]
     assert scores == sorted(scores, reverse=True) and scores[0] > scores[-1]
     # Equal relevance: newest first.
-    for a, b in zip(everything, everything[1:], strict=False):
+    for a, b in itertools.pairwise(everything):
         if a.score == b.score:
             assert a.doc.recorded_at >= b.doc.recorded_at
     seen, cursor = [], None
