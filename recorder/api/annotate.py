@@ -49,9 +49,10 @@ async def note_run(run_id: str, note: NewNote, runtime: RuntimeDep) -> JSON:
     return JSON(await annotating.add_note(store, note.text, note.author, run_id=run_id))
 
 
-@router.delete("/notes/{note_id}", status_code=204)
-async def remove_note(note_id: str, runtime: RuntimeDep) -> None:
-    await runtime.store.remove_note(note_id)
+@router.delete("/notes/{note_id}", response_model=ThreadAnnotations, response_class=JSON)
+async def remove_note(note_id: str, runtime: RuntimeDep) -> JSON:
+    """Forget a note; answers its thread's annotations."""
+    return JSON(await annotating.remove_note(runtime.store, note_id))
 
 
 @router.put("/threads/{thread_id}/score", response_model=ThreadAnnotations, response_class=JSON)

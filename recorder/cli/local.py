@@ -198,8 +198,9 @@ class LocalBackend:
         )
         return Note.model_validate(note)
 
-    async def remove_note(self, note_id: str) -> None:
-        await self.store.remove_note(note_id)
+    async def remove_note(self, note_id: str) -> ThreadAnnotations:
+        saved = await annotating.remove_note(self.store, note_id)
+        return ThreadAnnotations.model_validate(saved)
 
     async def set_score(
         self,

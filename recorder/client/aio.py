@@ -331,8 +331,10 @@ class AsyncRecorderClient:
         response = await self._send("POST", _target(thread_id, run_id) + "/notes", json=body)
         return _validated(Note, response.content)
 
-    async def remove_note(self, note_id: str) -> None:
-        await self._send("DELETE", f"/notes/{_seg(note_id)}")
+    async def remove_note(self, note_id: str) -> ThreadAnnotations:
+        """Forget a note; its thread's annotations after."""
+        response = await self._send("DELETE", f"/notes/{_seg(note_id)}")
+        return _validated(ThreadAnnotations, response.content)
 
     async def set_score(
         self,

@@ -254,8 +254,8 @@ class EventStore(Protocol):
         and ``InputError`` for a note without text."""
         ...
 
-    async def remove_note(self, note_id: str) -> None:
-        """Forget a note. Raises ``NotFound``."""
+    async def remove_note(self, note_id: str) -> str:
+        """Forget a note; returns its thread's id. Raises ``NotFound``."""
         ...
 
     async def set_score(

@@ -26,7 +26,7 @@ ADD_NOTE = Execute(
     "INSERT INTO notes (note_id, thread_id, run_id, author, text, created_at) "
     "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (note_id) DO NOTHING"
 )
-REMOVE_NOTE = Execute("DELETE FROM notes WHERE note_id = ?")
+REMOVE_NOTE = Fetch("DELETE FROM notes WHERE note_id = ? RETURNING thread_id")
 SET_SCORE = Execute(
     "INSERT INTO scores (thread_id, run_id, value, author, updated_at) VALUES (?, ?, ?, ?, ?) "
     "ON CONFLICT (thread_id, run_id) DO UPDATE SET value = excluded.value, "
@@ -90,9 +90,11 @@ def add_note(note: Note) -> Body[None]:
     yield ADD_NOTE, row
 
 
-def remove_note(note_id: str) -> Body[None]:
-    if not (yield REMOVE_NOTE, (note_id,)):
+def remove_note(note_id: str) -> Body[str]:
+    rows = yield REMOVE_NOTE, (note_id,)
+    if not rows:
         raise NotFound(f"no note {note_id!r}")
+    return str(rows[0][0])
 
 
 def set_score(

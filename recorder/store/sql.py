@@ -202,8 +202,8 @@ class SqlStore:
     async def add_note(self, note: Note) -> None:
         await self._write(lambda: annotation.add_note(note))
 
-    async def remove_note(self, note_id: str) -> None:
-        await self._write(lambda: annotation.remove_note(note_id))
+    async def remove_note(self, note_id: str) -> str:
+        return await self._write(lambda: annotation.remove_note(note_id))
 
     async def set_score(
         self, thread_id: str, run_id: str | None, value: float | None, author: str | None

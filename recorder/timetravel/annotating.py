@@ -88,6 +88,10 @@ async def add_note(
     return note_view(note)
 
 
+async def remove_note(store: EventStore, note_id: str) -> dict[str, Any]:
+    return await thread_annotations(store, await store.remove_note(note_id))
+
+
 async def set_score(
     store: EventStore,
     value: float | None,
