@@ -17,7 +17,7 @@ from fastapi import FastAPI
 from starlette.types import Message, Receive, Scope, Send
 
 from recorder import __version__
-from recorder.api import agents, annotate, metrics, runs, search, threads, transfer, web
+from recorder.api import agents, annotate, diff, metrics, runs, search, threads, transfer, web
 from recorder.api.deps import ANSWERED, install_error_handlers
 from recorder.api.proxy_endpoint import OPENAPI, ProxyEndpoint
 from recorder.api.views import JSON
@@ -132,6 +132,7 @@ def create_app(settings: Settings | None = None, *, store: EventStore | None = N
     app.include_router(transfer.router)
     app.include_router(search.router)
     app.include_router(annotate.router)
+    app.include_router(diff.router)
     app.include_router(web.router)
     app.include_router(metrics.router)
 

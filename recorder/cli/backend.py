@@ -30,6 +30,7 @@ from recorder.models import (
     Run,
     SearchPage,
     State,
+    StateDiff,
     StreamedEvent,
     ThreadAnnotations,
     ThreadDetail,
@@ -91,6 +92,14 @@ class Backend(Protocol):
         tags: Mapping[str, str] | None = ...,
     ) -> SearchPage: ...
     async def reindex(self) -> ReindexReport: ...
+    async def diff(
+        self,
+        run_id: str,
+        *,
+        from_seq: int = ...,
+        to_seq: int | None = ...,
+        to_run: str | None = ...,
+    ) -> StateDiff: ...
     async def annotations(self, thread_id: str) -> ThreadAnnotations: ...
     async def set_tags(
         self,

@@ -28,6 +28,7 @@ from recorder.models import (
     Run,
     SearchPage,
     State,
+    StateDiff,
     StreamedEvent,
     ThreadAnnotations,
     ThreadDetail,
@@ -40,6 +41,7 @@ from recorder.runtime import Runtime
 from recorder.store import EventStore, open_store
 from recorder.timetravel import annotating, views
 from recorder.timetravel import search as search_answers
+from recorder.timetravel.diff import diff as state_diff
 from recorder.timetravel.fork import ForkPlan as Plan
 from recorder.timetravel.fork import fork_request, plan_fork
 from recorder.timetravel.history import History
@@ -167,6 +169,19 @@ class LocalBackend:
             tags=tuple((tags or {}).items()),
         )
         return SearchPage.model_validate(page)
+
+    async def diff(
+        self,
+        run_id: str,
+        *,
+        from_seq: int = -1,
+        to_seq: int | None = None,
+        to_run: str | None = None,
+    ) -> StateDiff:
+        answer = await state_diff(
+            self.store, self._history, run_id, from_seq=from_seq, to_seq=to_seq, to_run=to_run
+        )
+        return StateDiff.model_validate(answer)
 
     async def reindex(self) -> ReindexReport:
         return ReindexReport(runs=await Indexer(self.store).reindex())

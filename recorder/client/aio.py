@@ -30,6 +30,7 @@ from recorder.models import (
     SearchHit,
     SearchPage,
     State,
+    StateDiff,
     StreamedEvent,
     Thread,
     ThreadAnnotations,
@@ -244,6 +245,21 @@ class AsyncRecorderClient:
         headers = {"content-type": "application/x-ndjson"}
         response = await self._send("POST", "/import", content=content, headers=headers)
         return _validated(ImportReport, response.content)
+
+    async def diff(
+        self,
+        run_id: str,
+        *,
+        from_seq: int = -1,
+        to_seq: int | None = None,
+        to_run: str | None = None,
+    ) -> StateDiff:
+        """From after event ``from_seq`` of the run (-1: its start) to after ``to_seq`` (None:
+        the end) of ``to_run`` (None: the same run): the state's RFC 6902 patch and the
+        messages added, removed and changed."""
+        point = {"toRun": to_run, "toSeq": to_seq} if to_run is not None else {"to": to_seq}
+        path = f"/runs/{_seg(run_id)}/diff"
+        return await self._get(StateDiff, path, **{"from": from_seq}, **point)
 
     # -- search ------------------------------------------------------------------------------
 

@@ -120,6 +120,7 @@ class RecorderClient:
     fork = _blocking_iter(AsyncRecorderClient.fork)
     export_jsonl = _blocking_iter(AsyncRecorderClient.export_jsonl)
     import_jsonl = _blocking(AsyncRecorderClient.import_jsonl)
+    diff = _blocking(AsyncRecorderClient.diff)
     search = _blocking(AsyncRecorderClient.search)
     iter_search = _blocking_iter(AsyncRecorderClient.iter_search)
     reindex = _blocking(AsyncRecorderClient.reindex)

@@ -19,6 +19,7 @@ from recorder.models.annotations import (
     ThreadAnnotations,
 )
 from recorder.models.base import Model
+from recorder.models.diff import ChangedMessage, MessageChanges, Point, StateDiff
 from recorder.models.fork import ForkBody, ForkOptions, ForkPlan, ForkStrategy, MessageEdit
 from recorder.models.runs import (
     RUN_STATUSES,
@@ -51,6 +52,7 @@ __all__ = [
     "Agent",
     "AgentList",
     "Annotated",
+    "ChangedMessage",
     "Checkpoint",
     "ErrorDetail",
     "Event",
@@ -63,11 +65,13 @@ __all__ = [
     "Health",
     "ImportReport",
     "LifecycleViolation",
+    "MessageChanges",
     "MessageEdit",
     "Model",
     "NewNote",
     "NewScore",
     "Note",
+    "Point",
     "Problem",
     "RecordedViolation",
     "ReindexReport",
@@ -80,6 +84,7 @@ __all__ = [
     "SearchKind",
     "SearchPage",
     "State",
+    "StateDiff",
     "StreamedEvent",
     "Thread",
     "ThreadAnnotations",

@@ -185,6 +185,12 @@ async def test_every_answer_follows_its_declared_schema(served: Any) -> None:
         judge.check("DELETE", template + "/score", await http.delete(target + "/score"))
     judge.check("DELETE", "/runs/{run_id}/score", await http.delete("/runs/x/score"))
 
+    diff = "/runs/{run_id}/diff"
+    judge.check("GET", diff, await http.get(f"/runs/{run}/diff", params={"from": 1, "to": 3}))
+    judge.check("GET", diff, await http.get(f"/runs/{run}/diff", params={"toRun": "o1-r1"}))
+    judge.check("GET", diff, await http.get(f"/runs/{run}/diff", params={"from": 999}))
+    judge.check("GET", diff, await http.get("/runs/nope/diff"))
+
     # Every operation the document lists was seen answering, successfully and not.
     operations = {(m, p) for p, ops in judge.spec["paths"].items() for m in ops}
     assert {(m, p) for m, p, s in judge.seen if s == "200"} == operations
