@@ -38,7 +38,8 @@ class Runtime:
             sinks.append(self.traces)
         self.telemetry = Telemetry(self.metrics, sinks)
         self.proxy = Proxy(store, settings, client, self.owner, self.telemetry)
-        self.indexer = Indexer(store)
+        # Indexing gives way to runs being recorded (see Indexer).
+        self.indexer = Indexer(store, busy=lambda: bool(self.proxy.active))
         self._tasks: list[asyncio.Task[None]] = []
         self._owns_store = False
         self._stop_metrics: Callable[[], None] | None = None

@@ -290,9 +290,19 @@ class EventStore(Protocol):
         """Up to ``limit`` closed runs whose documents are not indexed yet, oldest first."""
         ...
 
-    async def index_run(self, run_id: str, thread_id: str, docs: Sequence[SearchDoc]) -> int:
-        """Make ``docs`` the run's searchable documents (replacing any it had) and mark
-        the run indexed, in one transaction; returns how many."""
+    async def index_run(
+        self,
+        run_id: str,
+        thread_id: str,
+        docs: Sequence[SearchDoc],
+        *,
+        replace: bool = True,
+        done: bool = True,
+    ) -> int:
+        """Add ``docs`` to the run's searchable documents, in one transaction: with
+        ``replace`` after dropping those it had, with ``done`` marking the run indexed.
+        A run's documents may so be written in several transactions (the first replacing,
+        the last done): a crash between them leaves the run to be indexed again, whole."""
         ...
 
     async def clear_index(self) -> None:

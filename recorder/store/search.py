@@ -51,6 +51,7 @@ DROP_FTS_OF_RUN = Execute(
 )
 DROP_DOCS_OF_RUN = Execute("DELETE FROM search_docs WHERE run_id = ?")
 LOCK_RUN = Fetch("SELECT 1 FROM runs WHERE run_id = ?", lock=True)
+UNMARK_INDEXED = Execute("DELETE FROM search_runs WHERE run_id = ?")
 MARK_INDEXED = Execute(
     "INSERT INTO search_runs (run_id, thread_id, indexed_at) VALUES (?, ?, ?) "
     "ON CONFLICT (run_id) DO UPDATE SET indexed_at = excluded.indexed_at"
@@ -70,24 +71,42 @@ def pending_runs(limit: int) -> Body[list[str]]:
     return [str(row[0]) for row in rows]
 
 
+def document_terms(dialect: str, doc: SearchDoc) -> str:
+    """What the text index takes for ``doc`` (made before the write transaction: it is
+    the slow part, and a write transaction holds SQLite's one write lock)."""
+    if dialect == SQLITE:
+        return terms.fts5_document(doc.text)
+    return terms.tsvector_document(doc.text)
+
+
 def index_run(
-    dialect: str, run_id: str, thread_id: str, docs: Sequence[SearchDoc], now: float
+    dialect: str,
+    run_id: str,
+    thread_id: str,
+    docs: Sequence[tuple[SearchDoc, str]],
+    replace: bool,
+    done: bool,
+    now: float,
 ) -> Body[int]:
-    """Replace the run's documents with ``docs`` and mark it indexed."""
+    """Add ``docs`` (each with its terms) to the run's documents: first dropping those it
+    had (``replace``), then marking it indexed (``done``)."""
     # The run's row, locked: two indexers of one run take turns (PostgreSQL), and the
     # second replaces the first's documents instead of adding to them.
     yield LOCK_RUN, (run_id,)
-    if dialect == SQLITE:
-        yield DROP_FTS_OF_RUN, (run_id,)
-    yield DROP_DOCS_OF_RUN, (run_id,)
-    for doc in docs:
+    if replace:
+        if dialect == SQLITE:
+            yield DROP_FTS_OF_RUN, (run_id,)
+        yield DROP_DOCS_OF_RUN, (run_id,)
+        yield UNMARK_INDEXED, (run_id,)  # indexed again only once the last piece is in
+    for doc, words in docs:
         values = _doc_values(doc)
         if dialect == SQLITE:
-            ((doc_id,),) = yield INSERT_DOC_SQLITE, (*values, terms.fts5_document(doc.text))
+            ((doc_id,),) = yield INSERT_DOC_SQLITE, (*values, words)
             yield INSERT_FTS, (doc_id,)
         else:
-            yield INSERT_DOC_PG, (*values, terms.tsvector_document(doc.text))
-    yield MARK_INDEXED, (run_id, thread_id, now)
+            yield INSERT_DOC_PG, (*values, words)
+    if done:
+        yield MARK_INDEXED, (run_id, thread_id, now)
     return len(docs)
 
 

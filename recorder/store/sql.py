@@ -228,11 +228,22 @@ class SqlStore:
     async def runs_to_index(self, limit: int) -> list[str]:
         return await self._read(lambda: search.pending_runs(limit))
 
-    async def index_run(self, run_id: str, thread_id: str, docs: Sequence[SearchDoc]) -> int:
+    async def index_run(
+        self,
+        run_id: str,
+        thread_id: str,
+        docs: Sequence[SearchDoc],
+        *,
+        replace: bool = True,
+        done: bool = True,
+    ) -> int:
         dialect, now = self.database.dialect, time.time()
+        prepared = [(doc, search.document_terms(dialect, doc)) for doc in docs]
         size = 1 << 30  # never a small write: SQLite runs it on its thread, off the loop
         return await self._write(
-            lambda: search.index_run(dialect, run_id, thread_id, docs, now), len(docs), size
+            lambda: search.index_run(dialect, run_id, thread_id, prepared, replace, done, now),
+            len(docs),
+            size,
         )
 
     async def clear_index(self) -> None:

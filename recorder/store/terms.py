@@ -48,34 +48,27 @@ def _fold(char: str) -> str:
     return "".join(c for c in decomposed if c.isalnum() and not unicodedata.combining(c))
 
 
+_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\U00020000-\U0002fa1f"
+# A word (letters and digits, as str.isalnum has them, but no CJK), a CJK character, or any
+# other character outside ASCII (a symbol, if its category says so).
+_TOKEN = re.compile(f"((?:(?![{_CJK}])[^\\W_])+)|([{_CJK}])|([^\\x00-\\x7f])")
+
+
 def tokens(text: str) -> list[tuple[str, int, int]]:
     """The words of ``text`` with where each stands in it: ``(word, start, end)``."""
     found: list[tuple[str, int, int]] = []
-    word: list[str] = []
-    start = 0
-    for index, char in enumerate(text):
-        code = ord(char)
-        if char.isalnum() and not _is_cjk(code):
-            if not word:
-                start = index
-            word.append(_fold(char))
-            continue
-        if word:
-            _add(found, word, start, index)
-            word = []
-        if _is_cjk(code):
-            found.append((_fold(char) or char, index, index + 1))
-        elif unicodedata.category(char) == "So":
-            found.append((f"u{code:x}", index, index + 1))
-    if word:
-        _add(found, word, start, len(text))
+    for match in _TOKEN.finditer(text):
+        word, cjk, other = match.groups()
+        start, end = match.span()
+        if word is not None:
+            folded = word.lower() if word.isascii() else "".join(map(_fold, word))
+            if folded:  # a word of marks only (folded away) is no word
+                found.append((folded[:MAX_TOKEN_CHARS], start, end))
+        elif cjk is not None:
+            found.append((_fold(cjk) or cjk, start, end))
+        elif unicodedata.category(other) == "So":
+            found.append((f"u{ord(other):x}", start, end))
     return found
-
-
-def _add(found: list[tuple[str, int, int]], word: list[str], start: int, end: int) -> None:
-    joined = "".join(word)[:MAX_TOKEN_CHARS]
-    if joined:  # a word of marks only (folded away) is no word
-        found.append((joined, start, end))
 
 
 def words(text: str) -> list[str]:

@@ -18,8 +18,8 @@ trailing ones: the history before them was posted, and indexed, with earlier tur
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -253,26 +253,72 @@ def posted_messages(run: Run) -> list[SearchDoc]:
 
 
 class Indexer:
-    """Keeps the search index up with the log (see the module's DESIGN)."""
+    """Keeps the search index up with the log (see the module's DESIGN).
 
-    def __init__(self, store: EventStore, *, batch: int = 20) -> None:
+    Live traffic comes first. The work is cut small (a page of events read, a slice
+    folded, a few documents written per transaction), and between pieces the indexer
+    gives way: while ``busy()`` says runs are being recorded it waits, up to ``max_lag``
+    seconds, so a busy recorder indexes in the lulls and an always-busy one still keeps
+    up, a slice at a time.
+    """
+
+    def __init__(
+        self,
+        store: EventStore,
+        *,
+        busy: Callable[[], bool] | None = None,
+        max_lag: float = 10.0,
+        batch: int = 20,
+    ) -> None:
         self.store = store
         self.batch = batch
+        self.busy = busy
+        self.max_lag = max_lag
         self._busy = asyncio.Lock()  # one pass at a time: follow() and reindex() take turns
+        self._waited = 0.0
+
+    async def _give_way(self) -> None:
+        await asyncio.sleep(0)
+        if self.busy is None:
+            return
+        while self.busy() and self._waited < self.max_lag:
+            await asyncio.sleep(_PAUSE)
+            self._waited += _PAUSE
+        if not self.busy():
+            self._waited = 0.0
 
     async def index_run(self, run_id: str) -> int:
         try:
             run = await self.store.get_run(run_id)
         except RunNotFound:
             return 0  # gone meanwhile (a purge): nothing to index
-        events = await self.store.read_events(run_id)
+        collector = _Collector(run, [])
+        done = -1
+        while True:
+            await self._give_way()
+            page = await self.store.read_events(run_id, gt=done, limit=_PAGE)
+            if not page:
+                break
+            collector.events.extend(page)
+            for start in range(0, len(page), _SLICE):
+                for event in page[start : start + _SLICE]:
+                    collector.feed(event.payload)
+                await self._give_way()
+            done = page[-1].seq
         try:
-            # Folding a long run takes a while: on a thread, so the event loop keeps serving.
-            docs = await asyncio.to_thread(run_documents, run, events)
+            docs = posted_messages(run) + collector.documents()
         except Exception as exc:  # a bug here must not hold every later run back
             LOG.error("cannot index run %s: %s", run_id, exc, exc_info=exc)
             docs = []
-        return await self.store.index_run(run_id, run.thread_id, docs)
+        written = 0
+        for start in range(0, max(len(docs), 1), _DOCS_PER_WRITE):
+            await self._give_way()
+            chunk = docs[start : start + _DOCS_PER_WRITE]
+            last = start + _DOCS_PER_WRITE >= len(docs)
+            written += await self.store.index_run(
+                run_id, run.thread_id, chunk, replace=start == 0, done=last
+            )
+        return written
 
     async def index_pending(self) -> int:
         """Index closed runs not indexed yet, a batch at a time; how many runs were."""
@@ -302,5 +348,10 @@ class Indexer:
                 await self.index_pending()
             except Exception as exc:
                 LOG.warning("search indexing failed: %s", exc, exc_info=exc)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.sleep(interval)
+            await asyncio.sleep(interval)
+
+
+_PAGE = 2000  # events read at a time
+_SLICE = 250  # events folded between two chances for the event loop to serve frames
+_DOCS_PER_WRITE = 50
+_PAUSE = 0.05

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import time
 from typing import Any
 
 import orjson
@@ -254,3 +255,27 @@ async def test_rebuilt_from_the_log_to_the_same_answers(store: EventStore) -> No
     assert [await hits(store, q) for q in queries] == before
     assert await Indexer(store).reindex() == 2
     assert [await hits(store, q) for q in queries] == before
+
+
+async def test_a_run_written_in_pieces_is_indexed_whole_or_again(store: EventStore) -> None:
+    events = [e for i in range(120) for e in said(f"m{i}", f"note number{i} ", "about tea")]
+    await record(store, "r1", "t1", events)
+    # A crash after the first piece: the run is not marked, and indexing it again
+    # replaces what the first piece wrote.
+    doc = (await Indexer(store).index_run("r1"), await store.runs_to_index(5))
+    assert doc == (120, [])
+    await store.index_run("r1", "t1", [], replace=True, done=False)
+    assert await store.runs_to_index(5) == ["r1"]
+    assert await hits(store, "tea") == []
+    assert await Indexer(store).index_pending() == 1
+    found = await store.search(SearchFilter(text="tea"), limit=100)
+    assert len(found.items) == 100 and found.cursor is not None
+    assert await hits(store, "number119") == [("r1", "message", 477)]
+
+
+async def test_indexing_gives_way_to_live_runs_but_not_forever(store: EventStore) -> None:
+    await record(store, "r1", "t1", said("m1", "patience"))
+    started = time.monotonic()
+    assert await Indexer(store, busy=lambda: True, max_lag=0.3).index_pending() == 1
+    assert time.monotonic() - started >= 0.3
+    assert await hits(store, "patience") == [("r1", "message", 1)]
