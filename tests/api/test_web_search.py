@@ -85,7 +85,7 @@ async def test_tag_editing_and_the_diff_view(
     await page.fill("#tag-key", "verdict")
     await page.fill("#tag-value", "good")
     await page.click("#tag-form button")
-    await expect(page.locator("#tags .tag")).to_have_text(["verdict=good×"])
+    await expect(page.locator("#tags .tag")).to_have_text(["verdict=good\u00d7"])
     saved = (await client.get("/threads/t1/annotations")).json()
     assert saved["tags"] == {"verdict": "good"}
     # On the run instead, with a note and a score.
