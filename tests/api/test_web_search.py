@@ -109,8 +109,13 @@ async def test_tag_editing_and_the_diff_view(
         "tags", {}
     ) == {}
     # The thread list filters by tag.
-    listed = (await client.get("/threads", params={"tag": "verdict:good"})).json()
-    assert [t["threadId"] for t in listed["threads"]] == ["t1"]
+    await conversation(client, "t2")
+    await page.goto(f"{rec}/#/threads")
+    await expect(page.locator("#threads .thread-row")).to_have_count(2)
+    await page.fill("#filter-tag", "verdict:good")
+    await page.press("#filter-tag", "Enter")
+    await expect(page.locator("#threads .thread-row")).to_have_count(1)
+    await expect(page.locator("#threads .thread-row")).to_have_attribute("data-thread-id", "t1")
 
     # Diff: from the start of r1 to the end of r3, as the API answers it.
     await page.goto(f"{rec}/#/threads/t1/runs/{r1}/events/-1")
