@@ -305,8 +305,9 @@ class EventStore(Protocol):
         the last done): a crash between them leaves the run to be indexed again, whole."""
         ...
 
-    async def clear_index(self) -> None:
-        """Drop every searchable document: every closed run is to be indexed again."""
+    async def clear_index(self, thread_id: str | None = None) -> None:
+        """Drop every searchable document: every closed run is to be indexed again; or
+        only ``thread_id``'s (for a purge: its runs, once gone, are not indexed again)."""
         ...
 
     async def wait(self, timeout: float) -> None:

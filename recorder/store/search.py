@@ -62,6 +62,12 @@ PENDING = Fetch(
     "ORDER BY r.created_at, r.run_id LIMIT ?"
 )
 _CLEAR = ("DELETE FROM search_runs", "DELETE FROM search_docs")
+DROP_FTS_OF_THREAD = Execute(
+    "INSERT INTO search_fts (search_fts, rowid, terms) "
+    "SELECT 'delete', id, terms FROM search_docs WHERE thread_id = ?"
+)
+DROP_DOCS_OF_THREAD = Execute("DELETE FROM search_docs WHERE thread_id = ?")
+UNMARK_THREAD = Execute("DELETE FROM search_runs WHERE thread_id = ?")
 CLEAR_FTS = Execute("INSERT INTO search_fts (search_fts) VALUES ('delete-all')")
 
 
@@ -110,8 +116,15 @@ def index_run(
     return len(docs)
 
 
-def clear_index(dialect: str) -> Body[None]:
-    """Forget every document and every indexed run: the indexer starts over."""
+def clear_index(dialect: str, thread_id: str | None) -> Body[None]:
+    """Forget every document and every indexed run (the indexer starts over), or only
+    ``thread_id``'s (a purge of the thread calls this in its transaction)."""
+    if thread_id is not None:
+        if dialect == SQLITE:
+            yield DROP_FTS_OF_THREAD, (thread_id,)
+        yield DROP_DOCS_OF_THREAD, (thread_id,)
+        yield UNMARK_THREAD, (thread_id,)
+        return
     if dialect == SQLITE:
         yield CLEAR_FTS, ()
     for sql in _CLEAR:

@@ -246,9 +246,9 @@ class SqlStore:
             size,
         )
 
-    async def clear_index(self) -> None:
+    async def clear_index(self, thread_id: str | None = None) -> None:
         dialect = self.database.dialect
-        await self._write(lambda: search.clear_index(dialect), 0, 1 << 30)
+        await self._write(lambda: search.clear_index(dialect, thread_id), 0, 1 << 30)
 
     async def wait(self, timeout: float) -> None:
         if not self._listening:

@@ -10,8 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from recorder.errors import InputError
-from recorder.store import EventStore, NewRun, SearchDoc, SearchFilter, open_store
-from recorder.store import terms
+from recorder.store import EventStore, NewRun, SearchDoc, SearchFilter, open_store, terms
 from tests.conftest import create_pg_database, drop_pg_database, pg_available, require
 
 TEXT = st.text(

@@ -279,3 +279,13 @@ async def test_indexing_gives_way_to_live_runs_but_not_forever(store: EventStore
     assert await Indexer(store, busy=lambda: True, max_lag=0.3).index_pending() == 1
     assert time.monotonic() - started >= 0.3
     assert await hits(store, "patience") == [("r1", "message", 1)]
+
+
+async def test_one_threads_documents_dropped(store: EventStore) -> None:
+    await corpus(store)
+    await store.clear_index("t1")
+    assert await hits(store, "refund") == []
+    assert await hits(store, "upset") == [("r2", "reasoning", 2)]
+    assert await store.runs_to_index(10) == ["r1"]  # still in the log: indexed again
+    await Indexer(store).index_pending()
+    assert await hits(store, "guaranteed") == [("r1", "message", 1)]
