@@ -69,6 +69,10 @@ class _Collector(Inbound):
         self.events = events
         self.open: dict[tuple[str, str], _Open] = {}
         self.done: list[_Open] = []
+        # Messages and tool calls known already: posted, or streamed by this run. A
+        # MESSAGES_SNAPSHOT adds documents for the others only (an agent that sends its
+        # answer as a snapshot, never as TEXT_MESSAGE events).
+        self.seen: set[str] = set(_posted_ids(run))
 
     def _reject(self, index: int, kind: str | None, message: str) -> None:
         """A frame the client would fail on has nothing to index."""
@@ -77,6 +81,7 @@ class _Collector(Inbound):
         return self.events[index]
 
     def start(self, key: tuple[str, str], index: int, kind: str, **fields: Any) -> None:
+        self.seen.add(key[1])
         event = self.events[index]
         item = _Open(event.seq, event.seq, kind, at=event.recorded_at, **fields)
         previous = self.open.pop(key, None)
@@ -181,6 +186,35 @@ def _run_error(c: _Collector, i: int, e: JSONObject) -> None:
     c.done.append(item)
 
 
+def _snapshot(c: _Collector, i: int, e: JSONObject) -> None:
+    event = c.event_at(i)
+    for message in e.get("messages") or []:
+        ident = message.get("id") if isinstance(message, dict) else None
+        if not isinstance(ident, str) or ident in c.seen:
+            continue
+        c.seen.add(ident)
+        role = message.get("role")
+        for call in message.get("toolCalls") or []:
+            function = call.get("function") if isinstance(call, dict) else None
+            fresh = isinstance(call.get("id"), str) and call["id"] not in c.seen
+            if isinstance(function, dict) and fresh:
+                c.seen.add(call["id"])
+                item = _Open(event.seq, event.seq, TOOL_CALL, at=event.recorded_at)
+                item.message_id, item.tool_name = call["id"], str(function.get("name") or "")
+                item.parts.append(str(function.get("arguments") or ""))
+                c.done.append(item)
+        kind = TOOL_CALL if role == "tool" else REASONING if role == "reasoning" else MESSAGE
+        item = _Open(
+            event.seq, event.seq, kind, message_id=ident, role=str(role), at=event.recorded_at
+        )
+        if kind == TOOL_CALL:
+            item.message_id = str(message.get("toolCallId") or ident)
+            item.result.append(_text(message.get("content")))
+        else:
+            item.parts.append(_text(message.get("content")))
+        c.done.append(item)
+
+
 def _ignore(c: _Collector, i: int, e: JSONObject) -> None:
     """Nothing searchable."""
 
@@ -203,6 +237,7 @@ _HANDLERS = _Handlers(
         "TOOL_CALL_END": _tool_end,
         "TOOL_CALL_RESULT": _tool_result,
         "RUN_ERROR": _run_error,
+        "MESSAGES_SNAPSHOT": _snapshot,
     }
 )
 
@@ -213,6 +248,17 @@ def run_documents(run: Run, events: list[RecordedEvent]) -> list[SearchDoc]:
     for event in events:
         collector.feed(event.payload)
     return posted_messages(run) + collector.documents()
+
+
+def _posted_ids(run: Run) -> list[str]:
+    try:
+        posted = orjson.loads(run.input) if run.input else None
+    except orjson.JSONDecodeError:
+        return []
+    messages = posted.get("messages") if isinstance(posted, dict) else None
+    if not isinstance(messages, list):
+        return []
+    return [m["id"] for m in messages if isinstance(m, dict) and isinstance(m.get("id"), str)]
 
 
 def posted_messages(run: Run) -> list[SearchDoc]:

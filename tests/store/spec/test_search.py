@@ -289,3 +289,39 @@ async def test_one_threads_documents_dropped(store: EventStore) -> None:
     assert await store.runs_to_index(10) == ["r1"]  # still in the log: indexed again
     await Indexer(store).index_pending()
     assert await hits(store, "guaranteed") == [("r1", "message", 1)]
+
+
+async def test_messages_only_in_a_snapshot(store: EventStore) -> None:
+    """An agent that answers with a MESSAGES_SNAPSHOT: its new messages are found, those it
+    streamed or was given are not found twice."""
+    user = {"id": "u1", "role": "user", "content": "plan my trip"}
+    snapshot = [
+        user,
+        {"id": "m1", "role": "assistant", "content": "streamed answer"},
+        {
+            "id": "m2",
+            "role": "assistant",
+            "content": "only in the snapshot",
+            "toolCalls": [
+                {
+                    "id": "c9",
+                    "type": "function",
+                    "function": {"name": "book_hotel", "arguments": '{"city": "Lisbon"}'},
+                }
+            ],
+        },
+        {"id": "t9", "role": "tool", "toolCallId": "c9", "content": "booked"},
+    ]
+    await record(
+        store,
+        "r1",
+        "t1",
+        [*said("m1", "streamed answer"), ev(type="MESSAGES_SNAPSHOT", messages=snapshot)],
+        messages=(user,),
+    )
+    await Indexer(store).index_pending()
+    assert await hits(store, "streamed answer") == [("r1", "message", 1)]
+    assert await hits(store, "only snapshot") == [("r1", "message", 4)]
+    assert await hits(store, "lisbon", tool="book_hotel") == [("r1", "tool_call", 4)]
+    assert await hits(store, "booked") == [("r1", "tool_call", 4)]
+    assert await hits(store, "plan my trip") == [("r1", "input", -1)]
