@@ -267,7 +267,7 @@ async def proxy_cost(ctx: Context) -> Row:
 
 
 async def run(ctx: Context) -> list[Row]:
-    runs = 500 if ctx.plan.quick else 10_000
+    runs = 200 if ctx.plan.quick else 10_000
     rows = await queries_on(ctx, "sqlite", "SQLite", runs)
     if await ctx.pg.available():
         rows += await queries_on(ctx, "postgresql", "PostgreSQL", runs)

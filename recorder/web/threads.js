@@ -138,7 +138,9 @@ export class ThreadsView {
     if (!page.threads.length) {
       replace(this.results, h("div", { class: "empty-state" },
         filtered
-          ? h("p", {}, "No threads match these filters.")
+          ? [h("p", {}, "No threads match these filters."),
+            this.params.get("q") ? h("p", {}, h("a", { href: `#/search?${new URLSearchParams({ q: this.params.get("q") })}`,
+              id: "search-content" }, "Search the recorded content instead")) : null]
           : [h("p", {}, "No threads recorded yet."),
             h("p", { class: "muted" }, "Point a frontend at POST /agents/{name}, or run ",
               h("code", {}, "recorder demo --serve"), ".")]));
