@@ -334,6 +334,7 @@ class Indexer:
             self._waited = 0.0
 
     async def index_run(self, run_id: str) -> int:
+        await self._give_way()
         try:
             run = await self.store.get_run(run_id)
         except RunNotFound:
@@ -374,6 +375,7 @@ class Indexer:
     async def _index_pending(self) -> int:
         done = 0
         while True:
+            await self._give_way()
             pending = await self.store.runs_to_index(self.batch)
             for run_id in pending:
                 await self.index_run(run_id)
