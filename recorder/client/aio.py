@@ -311,8 +311,9 @@ class AsyncRecorderClient:
             cursor = page.next_cursor
 
     async def reindex(self) -> ReindexReport:
-        """Drop the search index and build it again from the log."""
-        response = await self._send("POST", "/search/reindex")
+        """Drop the search index and build it again from the log (no time limit: a large
+        log takes a while)."""
+        response = await self._send("POST", "/search/reindex", timeout=None)
         return _validated(ReindexReport, response.content)
 
     # -- annotations -------------------------------------------------------------------------
