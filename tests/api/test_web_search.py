@@ -87,7 +87,7 @@ async def test_tag_editing_and_the_diff_view(
     await page.click("#tag-form button")
     await expect(page.locator("#tags .tag")).to_have_text(["verdict=good\u00d7"])
     saved = (await client.get("/threads/t1/annotations")).json()
-    assert saved["tags"] == {"verdict": "good"}
+    assert saved["tags"] == {"verdict": "good"}  # drawn from the answer: saved already
     # On the run instead, with a note and a score.
     await page.select_option("#annotate-target", "run")
     await expect(page.locator("#tags .tag")).to_have_count(0)
@@ -99,10 +99,16 @@ async def test_tag_editing_and_the_diff_view(
     await page.fill("#score-value", "0.5")
     await page.click("#score-form button")
     await expect(page.locator("#notes .note")).to_have_count(1)
-    saved = (await client.get("/threads/t1/annotations")).json()
-    assert saved["runs"][r1]["tags"] == {"reviewed": "yes"}
-    assert saved["runs"][r1]["score"]["value"] == 0.5
-    assert saved["runs"][r1]["notes"][0]["text"] == "the weather answer is right"
+
+    async def saved_on_run() -> bool:
+        run = (await client.get("/threads/t1/annotations")).json()["runs"].get(r1, {})
+        return (
+            run.get("tags") == {"reviewed": "yes"}
+            and (run.get("score") or {}).get("value") == 0.5
+            and [n["text"] for n in run.get("notes", [])] == ["the weather answer is right"]
+        )
+
+    await eventually(saved_on_run, "the run's tag, note and score saved")
     await page.locator("#tags .tag[data-key='reviewed'] button").click()
     await expect(page.locator("#tags .tag")).to_have_count(0)
     assert (await client.get("/threads/t1/annotations")).json()["runs"].get(r1, {}).get(
