@@ -46,7 +46,18 @@ export class AnnotationsPanel {
     this.draw();
   }
 
-  async send(method, path, body) {
+  // What is typed but not sent yet survives a redraw (an answer to another form).
+  keepDrafts(sent) {
+    const drafts = {};
+    for (const id of ["tag-key", "tag-value", "note-text"]) {
+      const field = this.body.querySelector(`#${id}`);
+      if (field && !sent.includes(id)) drafts[id] = field.value;
+    }
+    this.drafts = drafts;
+  }
+
+  async send(method, path, body, sent = []) {
+    this.keepDrafts(sent);
     try {
       const answer = await (await request(path, { method, body })).json();
       if (answer.threadId) this.saved = answer;
@@ -55,6 +66,7 @@ export class AnnotationsPanel {
     } catch (error) {
       this.error = error.message;
     }
+    this.keepDrafts(this.error ? [] : sent);
     this.draw();
   }
 
@@ -67,6 +79,10 @@ export class AnnotationsPanel {
       "aria-label": "Score", value: item.score ? String(item.score.value) : "" });
     const note = h("textarea", { id: "note-text", rows: 2, placeholder: "Add a note…",
       "aria-label": "Note" });
+    for (const [id, field] of [["tag-key", key], ["tag-value", value], ["note-text", note]]) {
+      if (this.drafts?.[id]) field.value = this.drafts[id];
+    }
+    this.drafts = null;
     replace(this.body,
       this.error ? h("p", { class: "error-text", role: "alert" }, this.error) : null,
       h("ul", { class: "tags", id: "tags" }, Object.entries(item.tags).map(([k, v]) =>
@@ -76,7 +92,8 @@ export class AnnotationsPanel {
       h("form", { class: "tag-form", id: "tag-form", onsubmit: (e) => {
         e.preventDefault();
         if (key.value.trim()) {
-          this.send("PATCH", `${this.base}/tags`, { [key.value.trim()]: value.value });
+          this.send("PATCH", `${this.base}/tags`, { [key.value.trim()]: value.value },
+            ["tag-key", "tag-value"]);
         }
       } }, key, value, h("button", { type: "submit" }, "Tag")),
       h("form", { class: "score-form", id: "score-form", onsubmit: (e) => {
@@ -92,7 +109,9 @@ export class AnnotationsPanel {
             onclick: () => this.send("DELETE", `notes/${enc(n.noteId)}`) }, "delete")))),
       h("form", { class: "note-form", id: "note-form", onsubmit: (e) => {
         e.preventDefault();
-        if (note.value.trim()) this.send("POST", `${this.base}/notes`, { text: note.value });
+        if (note.value.trim()) {
+          this.send("POST", `${this.base}/notes`, { text: note.value }, ["note-text"]);
+        }
       } }, note, h("button", { type: "submit" }, "Add note")));
   }
 }
