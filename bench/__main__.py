@@ -21,7 +21,19 @@ from collections.abc import Awaitable, Callable
 from dataclasses import asdict
 from pathlib import Path
 
-from bench import fold, inprocess, peers, proxy, replay, search, state, store, telemetry, ttfe
+from bench import (
+    fold,
+    inprocess,
+    intake,
+    peers,
+    proxy,
+    replay,
+    search,
+    state,
+    store,
+    telemetry,
+    ttfe,
+)
 from bench.context import Context, Plan, Postgres
 from bench.report import Row, machine, machine_line, table, write_json
 from bench.servers import ServerPool
@@ -39,6 +51,7 @@ BENCHMARKS: dict[str, tuple[Benchmark, str]] = {
     "peers": (peers.run, "vs LangGraph's checkpointers: write, read at a point, size"),
     "inprocess": (inprocess.run, "in-process recording vs the app alone and vs the proxy"),
     "telemetry": (telemetry.run, "the proxy with its Prometheus metrics on vs off"),
+    "intake": (intake.run, "the proxy's request checks vs only parsing the body"),
     "search": (search.run, "search over a large database; indexing on vs off"),
 }
 HTTP = {"proxy", "ttfe", "replay", "inprocess", "telemetry", "search"}  # share one set of servers

@@ -13,15 +13,17 @@ from contextlib import asynccontextmanager
 from typing import Any
 from urllib.parse import urlsplit
 
+import orjson
 from fastapi import FastAPI
+from starlette.datastructures import Headers
 from starlette.types import Message, Receive, Scope, Send
 
 from recorder import __version__
 from recorder.api import agents, annotate, diff, metrics, runs, search, threads, transfer, web
-from recorder.api.deps import ANSWERED, install_error_handlers
-from recorder.api.proxy_endpoint import OPENAPI, ProxyEndpoint
+from recorder.api.deps import ANSWERED, TOKEN_REQUIRED, install_error_handlers, token_given
+from recorder.api.proxy_endpoint import OPENAPI, ProxyEndpoint, send_whole
 from recorder.api.views import JSON
-from recorder.config import AgentConfig, Settings
+from recorder.config import AgentConfig, Settings, allowed_hosts
 from recorder.models import ErrorDetail, Health
 from recorder.runtime import Runtime
 from recorder.store import EventStore
@@ -34,6 +36,9 @@ class RecorderApp(FastAPI):
 
     _proxy = ProxyEndpoint()
     access_log = False
+    # Host names a request may give (``config.allowed_hosts``); None: any.
+    allowed_hosts: frozenset[str] | None = None
+    api_token: str | None = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if self.access_log and scope["type"] == "http":
@@ -42,6 +47,12 @@ class RecorderApp(FastAPI):
             await self._answer(scope, receive, send)
 
     async def _answer(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            refusal = self._refusal(scope)
+            if refusal is not None:
+                status, detail = refusal
+                await send_whole(send, status, orjson.dumps({"detail": detail}), "application/json")
+                return
         if scope["type"] == "http" and scope["method"] == "POST":
             name = proxied_agent(scope)
             if name is not None:
@@ -56,6 +67,50 @@ class RecorderApp(FastAPI):
             # it again for the server to log, which would log it a second time.
             if not hasattr(exc, ANSWERED):
                 raise
+
+    def _refusal(self, scope: Scope) -> tuple[int, str] | None:
+        """Why the request is refused before any route sees it (status, detail), if it is:
+        a Host this recorder does not answer to, or the API's documents without the token
+        (FastAPI serves them apart from the routers that require it)."""
+        headers = Headers(scope=scope)
+        if self.allowed_hosts is not None:
+            host = host_name(headers.get("host"))
+            if host is not None and host not in self.allowed_hosts:
+                return 400, (
+                    f"this recorder does not answer to the host {host[:100]!r} "
+                    "(setting allowed_hosts)"
+                )
+        token = self.api_token
+        documents = (
+            self.docs_url,
+            self.redoc_url,
+            self.openapi_url,
+            self.swagger_ui_oauth2_redirect_url,
+        )
+        if (
+            token
+            and route_path(scope) in documents
+            and not token_given(headers.get("authorization"), token)
+        ):
+            return 401, TOKEN_REQUIRED
+        return None
+
+
+def host_name(host: str | None) -> str | None:
+    """The name in a Host header, lower case, without its port or IPv6 brackets."""
+    if host is None:
+        return None
+    host = host.strip().lower()
+    if host.startswith("["):
+        return host[1:].partition("]")[0]
+    name, colon, port = host.rpartition(":")
+    return name if colon and port.isdigit() and ":" not in name else host
+
+
+def route_path(scope: Scope) -> str:
+    path: str = scope["path"]
+    root: str = scope.get("root_path", "")
+    return path[len(root) :] if root and path.startswith(root) else path
 
 
 async def logged(app: Any, scope: Scope, receive: Receive, send: Send) -> None:
@@ -85,10 +140,7 @@ async def logged(app: Any, scope: Scope, receive: Receive, send: Send) -> None:
 
 def proxied_agent(scope: Scope) -> str | None:
     """NAME when the request is for ``/agents/NAME`` (the proxy), else None."""
-    path: str = scope["path"]
-    root: str = scope.get("root_path", "")
-    if root and path.startswith(root):
-        path = path[len(root) :]
+    path = route_path(scope)
     if not path.startswith("/agents/"):
         return None
     name = path[8:].removesuffix("/")
@@ -125,6 +177,8 @@ def create_app(settings: Settings | None = None, *, store: EventStore | None = N
         lifespan=lifespan,
     )
     app.access_log = settings.access_log
+    app.allowed_hosts = allowed_hosts(settings)
+    app.api_token = settings.api_token
     install_error_handlers(app)
     app.include_router(agents.router)
     app.include_router(threads.router)

@@ -37,17 +37,22 @@ def get_runtime(request: Request) -> Runtime:
 RuntimeDep = Annotated[Runtime, Depends(get_runtime)]
 
 
+TOKEN_REQUIRED = "an API token is required (Authorization: Bearer TOKEN)"
+
+
+def token_given(authorization: str | None, token: str) -> bool:
+    """Whether an ``Authorization`` header carries ``token``. The header only: a token in a
+    URL ends up in logs and browser history."""
+    given = authorization or ""
+    candidate = given[7:] if given[:7].lower() == "bearer " else ""
+    return hmac.compare_digest(candidate.encode(), token.encode())
+
+
 def require_token(request: Request) -> None:
     """With an API token configured, every endpoint but the proxy and /healthz needs it."""
     token = request.app.state.runtime.settings.api_token
-    if not token:
-        return
-    given = request.headers.get("authorization", "")
-    candidate = (
-        given[7:] if given.lower().startswith("bearer ") else request.query_params.get("token", "")
-    )
-    if not hmac.compare_digest(candidate.encode(), token.encode()):
-        raise HTTPException(401, "an API token is required (Authorization: Bearer TOKEN)")
+    if token and not token_given(request.headers.get("authorization"), token):
+        raise HTTPException(401, TOKEN_REQUIRED)
 
 
 TokenDep = Depends(require_token)
@@ -67,6 +72,8 @@ def status_for(exc: BaseException) -> int:
     return next((code for kind, code in _STATUS if isinstance(exc, kind)), 500)
 
 
+TOO_DEEP = "a JSON value is nested too deeply to be handled (hundreds of levels)"
+
 ANSWERED = "_recorder_error_id"  # set on an exception once its 500 was answered and logged
 
 
@@ -85,6 +92,9 @@ def install_error_handlers(app: FastAPI) -> None:
     """Every error answers ``{"detail": "one sentence"}`` (``ErrorDetail``), parameters
     FastAPI rejects included; a 500 also carries ``errorId``, as does its log line."""
 
+    async def too_deep(_request: Request, _exc: Exception) -> JSONResponse:
+        return JSONResponse({"detail": TOO_DEEP}, status_code=422)
+
     async def handle(request: Request, exc: Exception) -> JSONResponse:
         status = status_for(exc)
         if status == 500:
@@ -101,6 +111,9 @@ def install_error_handlers(app: FastAPI) -> None:
 
     app.add_exception_handler(RecorderError, handle)
     app.add_exception_handler(RequestValidationError, invalid)
+    # JSON nested deeper than Python's recursion allows (a state 1000 levels deep, say):
+    # the request's fault, not the recorder's.
+    app.add_exception_handler(RecursionError, too_deep)
     app.add_exception_handler(Exception, unexpected)
 
 
