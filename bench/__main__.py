@@ -25,6 +25,7 @@ from bench import (
     fold,
     inprocess,
     intake,
+    journal,
     peers,
     proxy,
     replay,
@@ -52,9 +53,11 @@ BENCHMARKS: dict[str, tuple[Benchmark, str]] = {
     "inprocess": (inprocess.run, "in-process recording vs the app alone and vs the proxy"),
     "telemetry": (telemetry.run, "the proxy with its Prometheus metrics on vs off"),
     "intake": (intake.run, "the proxy's request checks vs only parsing the body"),
+    "journal": (journal.run, "the journal: store forced down vs healthy; on vs off, healthy"),
     "search": (search.run, "search over a large database; indexing on vs off"),
 }
-HTTP = {"proxy", "ttfe", "replay", "inprocess", "telemetry", "search"}  # share one set of servers
+# share one set of servers
+HTTP = {"proxy", "ttfe", "replay", "inprocess", "telemetry", "journal", "search"}
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:

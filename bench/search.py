@@ -128,7 +128,7 @@ async def index_fraction(url: str) -> float:
         log = sum(
             v
             for k, v in sizes.items()
-            if k in ("events", "run_inputs", "sqlite_autoindex_events_1")
+            if k in ("events", "run_inputs", "input_chunks", "sqlite_autoindex_events_1")
         )
         return index / log
     conn2 = await asyncpg.connect(url.replace("+asyncpg", ""))
@@ -137,7 +137,8 @@ async def index_fraction(url: str) -> float:
             "SELECT pg_total_relation_size('search_docs') + pg_total_relation_size('search_runs')"
         )
         log = await conn2.fetchval(
-            "SELECT pg_total_relation_size('events') + pg_total_relation_size('run_inputs')"
+            "SELECT pg_total_relation_size('events') + pg_total_relation_size('run_inputs') "
+            "+ coalesce(pg_total_relation_size(to_regclass('input_chunks')), 0)"
         )
     finally:
         await conn2.close()
@@ -221,7 +222,7 @@ async def queries_on(ctx: Context, db: str, name: str, runs: int) -> list[Row]:
             [1.0],
             "-",
             None,
-            note="search_docs, its indexes and text index over events and run_inputs",
+            note="search_docs, its indexes and text index over events and posted inputs",
         ),
     ]
 

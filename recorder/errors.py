@@ -16,6 +16,7 @@
     │   ├── BodyTooLarge        a posted body over ``max_body_bytes``
     │   └── FrameTooLarge       an SSE frame over ``max_frame_bytes`` (``recorder.wire.sse``)
     ├── TooManyRuns             ``max_concurrent_runs`` runs are being recorded already
+    ├── JournalCorrupt          the local journal is damaged (moved aside, kept, not replayed)
     └── UpstreamError           the agent behind the proxy cannot be reached, or its answer broke
         ├── ConnectFailed       no connection (refused, unresolvable, TLS, not an http(s) URL)
         ├── Disconnected        the connection ended before the whole answer, or it is not HTTP
@@ -93,6 +94,10 @@ class BodyTooLarge(InputError):
 
 
 class TooManyRuns(RecorderError):
+    pass
+
+
+class JournalCorrupt(RecorderError):
     pass
 
 

@@ -12,7 +12,7 @@ author and a time) and ``scores`` (one number), each on a thread (``run_id`` emp
 one of its runs, keyed by thread.
 
 Revision ID: 0006_search
-Revises: 0002
+Revises: 0003_storage
 Create Date: 2026-11-30
 """
 
@@ -23,7 +23,7 @@ from alembic import op
 from sqlalchemy.dialects.postgresql import TSVECTOR
 
 revision: str = "0006_search"
-down_revision: str | None = "0002"
+down_revision: str | None = "0003_storage"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -40,7 +40,7 @@ from recorder.models.search import (
     SearchKind,
     SearchPage,
 )
-from recorder.models.service import Agent, AgentList, ErrorDetail, Health
+from recorder.models.service import Agent, AgentList, ErrorDetail, Health, JournalHealth
 from recorder.models.state import Checkpoint, Problem, State, ThreadHistory
 from recorder.models.stream import StreamedEvent
 from recorder.models.threads import ForkOrigin, Thread, ThreadDetail, ThreadPage
@@ -64,6 +64,7 @@ __all__ = [
     "ForkStrategy",
     "Health",
     "ImportReport",
+    "JournalHealth",
     "LifecycleViolation",
     "MessageChanges",
     "MessageEdit",
