@@ -10,8 +10,8 @@ from typing import Any
 import orjson
 
 from recorder.errors import InputError, RunNotFound, StoreError, ThreadNotFound
-from recorder.store.inputs import Chunk, ChunkCache, batches, reassemble
 from recorder.store.annotation import tag_condition
+from recorder.store.inputs import Chunk, ChunkCache, batches, reassemble
 from recorder.store.model import Page, Run, Thread, ThreadFilter, ThreadSource
 from recorder.store.statements import EVENT_COLUMNS, Body, Fetch, FetchEvents
 from recorder.wire.events import RecordedEvent
