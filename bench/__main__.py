@@ -30,6 +30,7 @@ from bench import (
     peers,
     proxy,
     replay,
+    search,
     state,
     store,
     telemetry,
@@ -55,8 +56,10 @@ BENCHMARKS: dict[str, tuple[Benchmark, str]] = {
     "telemetry": (telemetry.run, "the proxy with its Prometheus metrics on vs off"),
     "intake": (intake.run, "the proxy's request checks vs only parsing the body"),
     "journal": (journal.run, "the journal: store forced down vs healthy; on vs off, healthy"),
+    "search": (search.run, "search over a large database; indexing on vs off"),
 }
-HTTP = {"proxy", "ttfe", "replay", "inprocess", "telemetry", "journal"}  # share one set of servers
+# share one set of servers
+HTTP = {"proxy", "ttfe", "replay", "inprocess", "telemetry", "journal", "search"}
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:

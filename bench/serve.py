@@ -137,6 +137,7 @@ def recorder_app(args: argparse.Namespace, agents: dict[str, str]) -> Any:
         metrics=not args.no_metrics,
         journal=not args.no_journal,
         store_deadline=args.store_deadline,
+        search_index=not args.no_search_index,
     )
     return create_app(settings)
 
@@ -165,6 +166,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--no-metrics", action="store_true")
     parser.add_argument("--no-journal", action="store_true")
     parser.add_argument("--store-deadline", type=float, default=2.0)
+    parser.add_argument("--no-search-index", action="store_true")
     args = parser.parse_args(argv)
     agents = dict(spec.split("=", 1) for spec in args.agent)
     if args.kind == "upstream":

@@ -14,7 +14,7 @@ from alembic import context
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from recorder.store.schema import metadata
+from recorder.store.schema import described, metadata
 
 config = context.config
 
@@ -33,6 +33,7 @@ def _run(connection: Connection) -> None:
         target_metadata=metadata,
         render_as_batch=connection.dialect.name == "sqlite",
         compare_type=True,
+        include_object=described,
     )
     with context.begin_transaction():
         context.run_migrations()

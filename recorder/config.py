@@ -207,6 +207,10 @@ class Settings(BaseSettings):
             parse_age(age)
         return value
 
+    # Search: closed runs are indexed by a background task, polling this often (seconds).
+    search_index: bool = True
+    search_index_interval: float = 1.0
+
     @field_validator("agents", mode="before")
     @classmethod
     def _agents(cls, value: Any) -> dict[str, dict[str, Any]]:

@@ -23,6 +23,7 @@ from recorder.telemetry.observer import RunReport, TraceSink
 from recorder.telemetry.observers import Telemetry
 from recorder.timetravel.audit import apply_retention
 from recorder.timetravel.history import History
+from recorder.timetravel.indexing import Indexer
 
 
 class Runtime:
@@ -49,6 +50,8 @@ class Runtime:
         if journal is not None:
             journal.observer = self.telemetry
         self.proxy = Proxy(journal or store, settings, client, self.owner, self.telemetry)
+        # Indexing gives way to runs being recorded (see Indexer).
+        self.indexer = Indexer(store, busy=lambda: bool(self.proxy.active))
         self._tasks: list[asyncio.Task[None]] = []
         self._to_checkpoint: asyncio.Queue[str] = asyncio.Queue()
         self._owns_store = False
@@ -77,6 +80,9 @@ class Runtime:
         runtime._tasks.append(asyncio.create_task(runtime._checkpointing(), name="checkpoints"))
         if settings.retention is not None or settings.retention_agents:
             runtime._tasks.append(asyncio.create_task(runtime._retain(), name="retention"))
+        if settings.search_index:
+            follow = runtime.indexer.follow(settings.search_index_interval)
+            runtime._tasks.append(asyncio.create_task(follow, name="search-index"))
         return runtime
 
     def _closed(self, report: RunReport) -> None:

@@ -19,7 +19,18 @@ from starlette.datastructures import Headers
 from starlette.types import Message, Receive, Scope, Send
 
 from recorder import __version__
-from recorder.api import agents, audit, metrics, runs, threads, transfer, web
+from recorder.api import (
+    agents,
+    annotate,
+    audit,
+    diff,
+    metrics,
+    runs,
+    search,
+    threads,
+    transfer,
+    web,
+)
 from recorder.api.deps import ANSWERED, TOKEN_REQUIRED, install_error_handlers, token_given
 from recorder.api.proxy_endpoint import OPENAPI, ProxyEndpoint, send_whole
 from recorder.api.views import JSON
@@ -185,6 +196,9 @@ def create_app(settings: Settings | None = None, *, store: EventStore | None = N
     app.include_router(runs.router)
     app.include_router(transfer.router)
     app.include_router(audit.router)
+    app.include_router(search.router)
+    app.include_router(annotate.router)
+    app.include_router(diff.router)
     app.include_router(web.router)
     app.include_router(metrics.router)
 

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 from fastapi import APIRouter, Query
 
 from recorder.api.deps import RuntimeDep, TokenDep
 from recorder.api.views import ERRORS, JSON, SSE_HEADERS, EventStream, stream_doc
 from recorder.models import State, ThreadDetail, ThreadHistory, ThreadPage
 from recorder.timetravel import views
+from recorder.timetravel.annotating import parse_tags
 from recorder.timetravel.replay import ThreadStream
 
 router = APIRouter(tags=["threads"], dependencies=[TokenDep], responses=ERRORS)
@@ -23,6 +26,10 @@ async def list_threads(
     q: str | None = Query(None, description="text in the recorded messages"),
     limit: int = Query(50, description="1 to 500"),
     cursor: str | None = None,
+    tag: Annotated[
+        list[str] | None,
+        Query(description="KEY:VALUE, on the thread or one of its runs (repeat: all of them)"),
+    ] = None,
 ) -> JSON:
     page = await views.list_threads(
         runtime.store,
@@ -33,6 +40,7 @@ async def list_threads(
         text=q,
         limit=limit,
         cursor=cursor,
+        tags=parse_tags(tag),
     )
     return JSON(page)
 

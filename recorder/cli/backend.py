@@ -11,7 +11,7 @@ add it to ``AsyncRecorderClient``, to ``Backend`` and to ``LocalBackend``.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterable, AsyncIterator, Iterable
+from collections.abc import AsyncIterable, AsyncIterator, Iterable, Mapping
 from contextlib import asynccontextmanager
 from typing import Protocol
 
@@ -27,12 +27,17 @@ from recorder.models import (
     ForkOptions,
     ForkPlan,
     ImportReport,
+    Note,
     PurgeBody,
     PurgeResult,
     Receipt,
+    ReindexReport,
     Run,
+    SearchPage,
     State,
+    StateDiff,
     StreamedEvent,
+    ThreadAnnotations,
     ThreadDetail,
     ThreadPage,
     Verification,
@@ -50,6 +55,7 @@ class Backend(Protocol):
         text: str | None = ...,
         limit: int = ...,
         cursor: str | None = ...,
+        tags: Mapping[str, str] | None = ...,
     ) -> ThreadPage: ...
     async def thread(self, thread_id: str) -> ThreadDetail: ...
     async def run(self, run_id: str) -> Run: ...
@@ -82,6 +88,58 @@ class Backend(Protocol):
     ) -> AuditLog: ...
     async def purge(self, body: PurgeBody) -> PurgeResult: ...
     async def retention(self, *, dry_run: bool = ...) -> list[PurgeResult]: ...
+    async def search(
+        self,
+        text: str = ...,
+        *,
+        syntax: bool = ...,
+        agent: str | None = ...,
+        kind: str | None = ...,
+        tool: str | None = ...,
+        status: str | None = ...,
+        error_code: str | None = ...,
+        since: str | None = ...,
+        until: str | None = ...,
+        thread_id: str | None = ...,
+        run_id: str | None = ...,
+        limit: int = ...,
+        cursor: str | None = ...,
+        tags: Mapping[str, str] | None = ...,
+    ) -> SearchPage: ...
+    async def reindex(self) -> ReindexReport: ...
+    async def diff(
+        self,
+        run_id: str,
+        *,
+        from_seq: int = ...,
+        to_seq: int | None = ...,
+        to_run: str | None = ...,
+    ) -> StateDiff: ...
+    async def annotations(self, thread_id: str) -> ThreadAnnotations: ...
+    async def set_tags(
+        self,
+        tags: Mapping[str, str | None],
+        *,
+        thread_id: str | None = ...,
+        run_id: str | None = ...,
+    ) -> ThreadAnnotations: ...
+    async def add_note(
+        self,
+        text: str,
+        *,
+        author: str | None = ...,
+        thread_id: str | None = ...,
+        run_id: str | None = ...,
+    ) -> Note: ...
+    async def remove_note(self, note_id: str) -> ThreadAnnotations: ...
+    async def set_score(
+        self,
+        value: float | None,
+        *,
+        author: str | None = ...,
+        thread_id: str | None = ...,
+        run_id: str | None = ...,
+    ) -> ThreadAnnotations: ...
 
 
 @asynccontextmanager

@@ -8,7 +8,7 @@ process, so it needs the agent's URL in this command's settings.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterable, AsyncIterator, Iterable
+from collections.abc import AsyncIterable, AsyncIterator, Iterable, Mapping
 from pathlib import Path
 
 from sqlalchemy.engine import make_url
@@ -25,12 +25,17 @@ from recorder.models import (
     ForkOptions,
     ForkPlan,
     ImportReport,
+    Note,
     PurgeBody,
     PurgeResult,
     Receipt,
+    ReindexReport,
     Run,
+    SearchPage,
     State,
+    StateDiff,
     StreamedEvent,
+    ThreadAnnotations,
     ThreadDetail,
     ThreadHistory,
     ThreadPage,
@@ -39,11 +44,14 @@ from recorder.models import (
 from recorder.proxy.proxy import Relay
 from recorder.runtime import Runtime
 from recorder.store import EventStore, open_store
-from recorder.timetravel import audit, views
+from recorder.timetravel import annotating, audit, views
+from recorder.timetravel import search as search_answers
 from recorder.timetravel.audit import CLI, audited
+from recorder.timetravel.diff import diff as state_diff
 from recorder.timetravel.fork import ForkPlan as Plan
 from recorder.timetravel.fork import fork_request, plan_fork
 from recorder.timetravel.history import History
+from recorder.timetravel.indexing import Indexer
 from recorder.timetravel.replay import ThreadStream, stream_run
 from recorder.timetravel.transfer import check_threads, export_lines, import_lines
 from recorder.wire.sse import FrameSplitter
@@ -116,6 +124,7 @@ class LocalBackend:
         text: str | None = None,
         limit: int = 50,
         cursor: str | None = None,
+        tags: Mapping[str, str] | None = None,
     ) -> ThreadPage:
         page = await views.list_threads(
             self.store,
@@ -126,8 +135,106 @@ class LocalBackend:
             text=text,
             limit=limit,
             cursor=cursor,
+            tags=tuple((tags or {}).items()),
         )
         return ThreadPage.model_validate(page)
+
+    async def search(
+        self,
+        text: str = "",
+        *,
+        syntax: bool = False,
+        agent: str | None = None,
+        kind: str | None = None,
+        tool: str | None = None,
+        status: str | None = None,
+        error_code: str | None = None,
+        since: str | None = None,
+        until: str | None = None,
+        thread_id: str | None = None,
+        run_id: str | None = None,
+        limit: int = 20,
+        cursor: str | None = None,
+        tags: Mapping[str, str] | None = None,
+    ) -> SearchPage:
+        page = await search_answers.search(
+            self.store,
+            text=text,
+            syntax=syntax,
+            agent=agent,
+            kind=kind,
+            tool=tool,
+            status=status,
+            error_code=error_code,
+            since=since,
+            until=until,
+            thread_id=thread_id,
+            run_id=run_id,
+            limit=limit,
+            cursor=cursor,
+            tags=tuple((tags or {}).items()),
+        )
+        return SearchPage.model_validate(page)
+
+    async def diff(
+        self,
+        run_id: str,
+        *,
+        from_seq: int = -1,
+        to_seq: int | None = None,
+        to_run: str | None = None,
+    ) -> StateDiff:
+        answer = await state_diff(
+            self.store, self._history, run_id, from_seq=from_seq, to_seq=to_seq, to_run=to_run
+        )
+        return StateDiff.model_validate(answer)
+
+    async def reindex(self) -> ReindexReport:
+        return ReindexReport(runs=await Indexer(self.store).reindex())
+
+    async def annotations(self, thread_id: str) -> ThreadAnnotations:
+        saved = await annotating.thread_annotations(self.store, thread_id)
+        return ThreadAnnotations.model_validate(saved)
+
+    async def set_tags(
+        self,
+        tags: Mapping[str, str | None],
+        *,
+        thread_id: str | None = None,
+        run_id: str | None = None,
+    ) -> ThreadAnnotations:
+        saved = await annotating.set_tags(self.store, tags, thread_id=thread_id, run_id=run_id)
+        return ThreadAnnotations.model_validate(saved)
+
+    async def add_note(
+        self,
+        text: str,
+        *,
+        author: str | None = None,
+        thread_id: str | None = None,
+        run_id: str | None = None,
+    ) -> Note:
+        note = await annotating.add_note(
+            self.store, text, author, thread_id=thread_id, run_id=run_id
+        )
+        return Note.model_validate(note)
+
+    async def remove_note(self, note_id: str) -> ThreadAnnotations:
+        saved = await annotating.remove_note(self.store, note_id)
+        return ThreadAnnotations.model_validate(saved)
+
+    async def set_score(
+        self,
+        value: float | None,
+        *,
+        author: str | None = None,
+        thread_id: str | None = None,
+        run_id: str | None = None,
+    ) -> ThreadAnnotations:
+        saved = await annotating.set_score(
+            self.store, value, author, thread_id=thread_id, run_id=run_id
+        )
+        return ThreadAnnotations.model_validate(saved)
 
     async def thread(self, thread_id: str) -> ThreadDetail:
         return ThreadDetail.model_validate(await views.thread_detail(self.store, thread_id))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterable, AsyncIterator, Iterable
+from collections.abc import AsyncIterable, AsyncIterator, Iterable, Mapping
 from contextlib import asynccontextmanager
 from types import TracebackType
 from typing import Any, TypeVar
@@ -26,13 +26,19 @@ from recorder.models import (
     ForkPlan,
     Health,
     ImportReport,
+    Note,
     PurgeBody,
     PurgeResult,
     Receipt,
+    ReindexReport,
     Run,
+    SearchHit,
+    SearchPage,
     State,
+    StateDiff,
     StreamedEvent,
     Thread,
+    ThreadAnnotations,
     ThreadDetail,
     ThreadHistory,
     ThreadPage,
@@ -103,10 +109,15 @@ class AsyncRecorderClient:
         text: str | None = None,
         limit: int = 50,
         cursor: str | None = None,
+        tags: Mapping[str, str] | None = None,
     ) -> ThreadPage:
-        """One page of threads, most recently updated first; ``next_cursor`` fetches the next."""
+        """One page of threads, most recently updated first; ``next_cursor`` fetches the next.
+        ``tags``: key/value pairs each on the thread or one of its runs."""
         params = {"agent": agent, "status": status, "since": since, "until": until, "q": text}
-        return await self._get(ThreadPage, "/threads", limit=limit, cursor=cursor, **params)
+        tag = _tag_filters(tags)
+        return await self._get(
+            ThreadPage, "/threads", limit=limit, cursor=cursor, tag=tag, **params
+        )
 
     async def iter_threads(
         self,
@@ -278,6 +289,129 @@ class AsyncRecorderClient:
         response = await self._send("POST", "/admin/retention", params=params)
         return _PURGES.validate_json(response.content)
 
+    async def diff(
+        self,
+        run_id: str,
+        *,
+        from_seq: int = -1,
+        to_seq: int | None = None,
+        to_run: str | None = None,
+    ) -> StateDiff:
+        """From after event ``from_seq`` of the run (-1: its start) to after ``to_seq`` (None:
+        the end) of ``to_run`` (None: the same run): the state's RFC 6902 patch and the
+        messages added, removed and changed."""
+        point = {"toRun": to_run, "toSeq": to_seq} if to_run is not None else {"to": to_seq}
+        path = f"/runs/{_seg(run_id)}/diff"
+        return await self._get(StateDiff, path, **{"from": from_seq}, **point)
+
+    # -- search ------------------------------------------------------------------------------
+
+    async def search(
+        self,
+        text: str = "",
+        *,
+        syntax: bool = False,
+        agent: str | None = None,
+        kind: str | None = None,
+        tool: str | None = None,
+        status: str | None = None,
+        error_code: str | None = None,
+        since: str | None = None,
+        until: str | None = None,
+        thread_id: str | None = None,
+        run_id: str | None = None,
+        limit: int = 20,
+        cursor: str | None = None,
+        tags: Mapping[str, str] | None = None,
+    ) -> SearchPage:
+        """One page of hits in recorded content, best first; ``next_cursor`` for more.
+        ``tags``: key/value pairs each on the hit's thread or run."""
+        params = {
+            "q": text,
+            "syntax": "true" if syntax else None,
+            "agent": agent,
+            "kind": kind,
+            "tool": tool,
+            "status": status,
+            "errorCode": error_code,
+            "since": since,
+            "until": until,
+            "threadId": thread_id,
+            "runId": run_id,
+        }
+        tag = _tag_filters(tags)
+        return await self._get(SearchPage, "/search", limit=limit, cursor=cursor, tag=tag, **params)
+
+    async def iter_search(self, /, text: str = "", **filters: Any) -> AsyncIterator[SearchHit]:
+        """Every hit, page after page (the same filters as ``search``)."""
+        cursor = None
+        while True:
+            page = await self.search(text, cursor=cursor, **filters)
+            for hit in page.hits:
+                yield hit
+            if page.next_cursor is None:
+                return
+            cursor = page.next_cursor
+
+    async def reindex(self) -> ReindexReport:
+        """Drop the search index and build it again from the log (no time limit: a large
+        log takes a while)."""
+        response = await self._send("POST", "/search/reindex", timeout=None)
+        return _validated(ReindexReport, response.content)
+
+    # -- annotations -------------------------------------------------------------------------
+
+    async def annotations(self, thread_id: str) -> ThreadAnnotations:
+        """The thread's tags, notes and score, and its runs' (``runs``)."""
+        path = f"/threads/{_seg(thread_id)}/annotations"
+        return await self._get(ThreadAnnotations, path)
+
+    async def set_tags(
+        self,
+        tags: Mapping[str, str | None],
+        *,
+        thread_id: str | None = None,
+        run_id: str | None = None,
+    ) -> ThreadAnnotations:
+        """Set tags on a thread or a run (a None value removes that tag)."""
+        path = _target(thread_id, run_id) + "/tags"
+        response = await self._send("PATCH", path, json=dict(tags))
+        return _validated(ThreadAnnotations, response.content)
+
+    async def add_note(
+        self,
+        text: str,
+        *,
+        author: str | None = None,
+        thread_id: str | None = None,
+        run_id: str | None = None,
+    ) -> Note:
+        """Add a note to a thread or a run."""
+        body = {"text": text, "author": author}
+        response = await self._send("POST", _target(thread_id, run_id) + "/notes", json=body)
+        return _validated(Note, response.content)
+
+    async def remove_note(self, note_id: str) -> ThreadAnnotations:
+        """Forget a note; its thread's annotations after."""
+        response = await self._send("DELETE", f"/notes/{_seg(note_id)}")
+        return _validated(ThreadAnnotations, response.content)
+
+    async def set_score(
+        self,
+        value: float | None,
+        *,
+        author: str | None = None,
+        thread_id: str | None = None,
+        run_id: str | None = None,
+    ) -> ThreadAnnotations:
+        """Score a thread or a run (None removes its score)."""
+        path = _target(thread_id, run_id) + "/score"
+        if value is None:
+            response = await self._send("DELETE", path)
+        else:
+            response = await self._send("PUT", path, json={"value": value, "author": author})
+        return _validated(ThreadAnnotations, response.content)
+
     # -- plumbing ----------------------------------------------------------------------------
 
     async def _get(self, model: type[M], path: str, **params: Any) -> M:
@@ -337,6 +471,18 @@ async def _upload(lines: Iterable[bytes] | AsyncIterable[bytes]) -> AsyncIterato
     else:
         for line in lines:
             yield line
+
+
+def _target(thread_id: str | None, run_id: str | None) -> str:
+    if run_id is not None:
+        return f"/runs/{_seg(run_id)}"
+    if thread_id is None:
+        raise InputError("name a thread or a run")
+    return f"/threads/{_seg(thread_id)}"
+
+
+def _tag_filters(tags: Mapping[str, str] | None) -> list[str] | None:
+    return [f"{key}:{value}" for key, value in tags.items()] if tags else None
 
 
 def _validated(model: type[M], content: bytes) -> M:

@@ -10,6 +10,14 @@ Free-form AG-UI values (messages, state, events, interrupts) are JSON values as 
 the recorder keeps whatever an agent sent, so these models never narrow them.
 """
 
+from recorder.models.annotations import (
+    Annotated,
+    NewNote,
+    NewScore,
+    Note,
+    Score,
+    ThreadAnnotations,
+)
 from recorder.models.audit import (
     AuditAction,
     AuditLog,
@@ -24,6 +32,7 @@ from recorder.models.audit import (
     ThreadHead,
 )
 from recorder.models.base import Model
+from recorder.models.diff import ChangedMessage, MessageChanges, Point, StateDiff
 from recorder.models.fork import ForkBody, ForkOptions, ForkPlan, ForkStrategy, MessageEdit
 from recorder.models.runs import (
     RUN_STATUSES,
@@ -37,6 +46,13 @@ from recorder.models.runs import (
     RunSummary,
     Verification,
 )
+from recorder.models.search import (
+    SEARCH_KINDS,
+    ReindexReport,
+    SearchHit,
+    SearchKind,
+    SearchPage,
+)
 from recorder.models.service import Agent, AgentList, ErrorDetail, Health, JournalHealth
 from recorder.models.state import Checkpoint, Problem, State, ThreadHistory
 from recorder.models.stream import StreamedEvent
@@ -45,12 +61,15 @@ from recorder.models.transfer import ImportReport
 
 __all__ = [
     "RUN_STATUSES",
+    "SEARCH_KINDS",
     "Agent",
     "AgentList",
+    "Annotated",
     "AuditAction",
     "AuditLog",
     "ChainProblem",
     "ChainVerification",
+    "ChangedMessage",
     "Checkpoint",
     "ErrorDetail",
     "Event",
@@ -64,8 +83,13 @@ __all__ = [
     "ImportReport",
     "JournalHealth",
     "LifecycleViolation",
+    "MessageChanges",
     "MessageEdit",
     "Model",
+    "NewNote",
+    "NewScore",
+    "Note",
+    "Point",
     "Problem",
     "PurgeBody",
     "PurgeResult",
@@ -73,14 +97,21 @@ __all__ = [
     "PurgedThread",
     "Receipt",
     "RecordedViolation",
+    "ReindexReport",
     "Run",
     "RunHead",
     "RunNode",
     "RunStatus",
     "RunSummary",
+    "Score",
+    "SearchHit",
+    "SearchKind",
+    "SearchPage",
     "State",
+    "StateDiff",
     "StreamedEvent",
     "Thread",
+    "ThreadAnnotations",
     "ThreadDetail",
     "ThreadHead",
     "ThreadHistory",

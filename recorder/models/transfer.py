@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pydantic import Field
+
 from recorder.models.base import Model
 
 
@@ -9,3 +11,4 @@ class ImportReport(Model):
     runs_created: int
     runs_skipped: int
     events_added: int
+    annotations_restored: int = Field(0, description="threads whose annotations came back")

@@ -42,7 +42,20 @@ from recorder.errors import (
 )
 from recorder.proxy.journal import JournalFile, Record, journal_directory
 from recorder.proxy.replay import Replay, adopt, falls_back
-from recorder.store import Appended, EventStore, NewEvent, NewRun, Page, Run, Thread, ThreadFilter
+from recorder.store import (
+    Annotations,
+    Appended,
+    EventStore,
+    NewEvent,
+    NewRun,
+    Note,
+    Page,
+    Run,
+    SearchDoc,
+    SearchFilter,
+    Thread,
+    ThreadFilter,
+)
 from recorder.store.model import (
     RUNNING,
     TERMINAL,
@@ -466,6 +479,53 @@ class JournaledStore:
 
     async def wait(self, timeout: float) -> None:
         await self.store.wait(timeout)
+
+    # Search and annotations: derived data and notes beside the log, straight to the
+    # database (nothing of a run's recording depends on them).
+
+    async def search(
+        self, filters: SearchFilter, *, limit: int = 20, cursor: str | None = None
+    ) -> Page:
+        return await self.store.search(filters, limit=limit, cursor=cursor)
+
+    async def runs_to_index(self, limit: int) -> list[str]:
+        return await self.store.runs_to_index(limit)
+
+    async def index_run(
+        self,
+        run_id: str,
+        thread_id: str,
+        docs: Sequence[SearchDoc],
+        *,
+        replace: bool = True,
+        done: bool = True,
+    ) -> int:
+        return await self.store.index_run(run_id, thread_id, docs, replace=replace, done=done)
+
+    async def clear_index(self, thread_id: str | None = None) -> None:
+        await self.store.clear_index(thread_id)
+
+    async def set_tags(
+        self, thread_id: str, run_id: str | None, tags: Mapping[str, str | None]
+    ) -> None:
+        await self.store.set_tags(thread_id, run_id, tags)
+
+    async def add_note(self, note: Note) -> None:
+        await self.store.add_note(note)
+
+    async def remove_note(self, note_id: str) -> str:
+        return await self.store.remove_note(note_id)
+
+    async def set_score(
+        self, thread_id: str, run_id: str | None, value: float | None, author: str | None
+    ) -> None:
+        await self.store.set_score(thread_id, run_id, value, author)
+
+    async def annotations(self, thread_id: str) -> Annotations:
+        return await self.store.annotations(thread_id)
+
+    async def restore_annotations(self, saved: Annotations) -> None:
+        await self.store.restore_annotations(saved)
 
 
 async def _go_on(write: Coroutine[Any, Any, T], waiting_on: Any) -> T:

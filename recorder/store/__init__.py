@@ -17,17 +17,22 @@ from recorder.errors import ConfigError
 from recorder.store.errors import store_errors
 from recorder.store.model import (
     Action,
+    Annotations,
     Appended,
     ChainProblem,
     ChainReport,
     Heads,
     NewEvent,
     NewRun,
+    Note,
     Page,
     PurgeReport,
     PurgeSelection,
     RewriteReport,
     Run,
+    SearchDoc,
+    SearchFilter,
+    SearchHit,
     Thread,
     ThreadFilter,
     ThreadSource,
@@ -315,6 +320,78 @@ class EventStore(Protocol):
         ``before``, of kind ``action`` when given."""
         ...
 
+    async def set_tags(
+        self, thread_id: str, run_id: str | None, tags: Mapping[str, str | None]
+    ) -> None:
+        """Set tags on the thread (``run_id`` None) or on one of its runs: each key gets its
+        value, or loses its tag when the value is None. One transaction.
+
+        Raises ``ThreadNotFound``, ``RunNotFound``, ``NotFound`` for a run of another
+        thread, ``InputError`` for an empty key or text too long.
+        """
+        ...
+
+    async def add_note(self, note: Note) -> None:
+        """Keep a note (a note with the same id is kept as it was). Raises as ``set_tags``,
+        and ``InputError`` for a note without text."""
+        ...
+
+    async def remove_note(self, note_id: str) -> str:
+        """Forget a note; returns its thread's id. Raises ``NotFound``."""
+        ...
+
+    async def set_score(
+        self, thread_id: str, run_id: str | None, value: float | None, author: str | None
+    ) -> None:
+        """Give the thread or run its score (None removes it). Raises as ``set_tags``, and
+        ``InputError`` for a number that is not finite."""
+        ...
+
+    async def annotations(self, thread_id: str) -> Annotations:
+        """The tags, notes (oldest first) and scores of the thread and its runs. Raises
+        ``ThreadNotFound``."""
+        ...
+
+    async def restore_annotations(self, saved: Annotations) -> None:
+        """Put exported annotations back as they were, times included; doing it again
+        changes nothing. Raises ``ThreadNotFound``."""
+        ...
+
+    async def search(
+        self, filters: SearchFilter, *, limit: int = 20, cursor: str | None = None
+    ) -> Page:
+        """A page of ``SearchHit`` for ``filters.text`` (all of its words, in any order,
+        ignoring case and accents; with ``filters.syntax``, the small query language of
+        ``recorder.store.terms``) among indexed documents matching the other filters, best
+        first, then newest. No text: every document that matches the filters, newest first.
+        Raises ``InputError`` for a bad cursor, kind or query.
+        """
+        ...
+
+    async def runs_to_index(self, limit: int) -> list[str]:
+        """Up to ``limit`` closed runs whose documents are not indexed yet, oldest first."""
+        ...
+
+    async def index_run(
+        self,
+        run_id: str,
+        thread_id: str,
+        docs: Sequence[SearchDoc],
+        *,
+        replace: bool = True,
+        done: bool = True,
+    ) -> int:
+        """Add ``docs`` to the run's searchable documents, in one transaction: with
+        ``replace`` after dropping those it had, with ``done`` marking the run indexed.
+        A run's documents may so be written in several transactions (the first replacing,
+        the last done): a crash between them leaves the run to be indexed again, whole."""
+        ...
+
+    async def clear_index(self, thread_id: str | None = None) -> None:
+        """Drop every searchable document: every closed run is to be indexed again; or
+        only ``thread_id``'s (for a purge: its runs, once gone, are not indexed again)."""
+        ...
+
     async def wait(self, timeout: float) -> None:
         """Return once events or a run's status were committed after the call (through this
         store; on PostgreSQL by any process on the database), or after ``timeout`` seconds.
@@ -356,6 +433,7 @@ async def open_store(url: str, *, migrate: bool = False) -> EventStore:
 
 __all__ = [
     "Action",
+    "Annotations",
     "Appended",
     "ChainProblem",
     "ChainReport",
@@ -363,11 +441,15 @@ __all__ = [
     "Heads",
     "NewEvent",
     "NewRun",
+    "Note",
     "Page",
     "PurgeReport",
     "PurgeSelection",
     "RewriteReport",
     "Run",
+    "SearchDoc",
+    "SearchFilter",
+    "SearchHit",
     "Thread",
     "ThreadFilter",
     "ThreadSource",

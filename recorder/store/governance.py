@@ -20,7 +20,7 @@ from typing import Any
 import orjson
 
 from recorder.errors import Conflict, InputError, RunNotFound
-from recorder.store import chain
+from recorder.store import chain, search
 from recorder.store.inputs import HASH_BYTES, batches
 from recorder.store.model import (
     RUNNING,
@@ -32,6 +32,7 @@ from recorder.store.model import (
     RewriteReport,
     Tombstone,
 )
+from recorder.store.search import SQLITE
 from recorder.store.statements import Body, Execute, Fetch, Sanction
 from recorder.store.writes import LOCK_THREAD_OF_RUN
 
@@ -39,6 +40,9 @@ _RUNS_OF = "SELECT run_id FROM runs WHERE thread_id = ?"
 
 # (table, condition on one thread id): deleted in this order (children before parents).
 THREAD_TABLES: list[tuple[str, str]] = [
+    ("tags", "thread_id = ?"),
+    ("notes", "thread_id = ?"),
+    ("scores", "thread_id = ?"),
     ("checkpoints", f"run_id IN ({_RUNS_OF})"),
     ("run_inputs", f"run_id IN ({_RUNS_OF})"),
     ("events", "thread_id = ?"),
@@ -51,6 +55,7 @@ DETACH: list[tuple[str, str, str]] = [
     ("runs", "parent_run_id = NULL", f"parent_run_id IN ({_RUNS_OF})"),
 ]
 
+OPTIMIZE_FTS = Execute("INSERT INTO search_fts (search_fts) VALUES ('optimize')")
 SELECT_THREADS = "SELECT thread_id FROM threads"
 THREAD_CHAIN = Fetch("SELECT head, sealed FROM threads WHERE thread_id = ?", lock=True)
 PURGED_RUNS = Fetch(
@@ -88,7 +93,7 @@ INSERT_REWRITE = Fetch(
 
 
 def purge(
-    selection: PurgeSelection, actor: str, reason: str | None, dry_run: bool
+    selection: PurgeSelection, actor: str, reason: str | None, dry_run: bool, dialect: str
 ) -> Body[PurgeReport]:
     now = time.time()
     if selection.empty:
@@ -125,9 +130,12 @@ def purge(
                 Execute(f"UPDATE {table} SET {assignments} WHERE {condition}"),
                 (thread.thread_id,),
             )
+        yield from search.clear_index(dialect, thread.thread_id)
         for table, condition in THREAD_TABLES:
             yield Execute(f"DELETE FROM {table} WHERE {condition}"), (thread.thread_id,)
     yield from _collect_chunks(purged_roots)
+    if dialect == SQLITE:  # the text index's segments keep deleted terms until merged
+        yield OPTIMIZE_FTS, ()
     yield Sanction("purge", on=False), ()
     detail = orjson.dumps([purged_view(thread) for thread in threads]).decode()
     counts = (len(threads), report.runs, report.events)

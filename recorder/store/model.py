@@ -110,6 +110,8 @@ class ThreadFilter:
     since: float | None = None
     until: float | None = None
     text: str | None = None
+    # key/value pairs, each on the thread or on one of its runs
+    tags: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -262,3 +264,101 @@ class Heads:
     at: float
     threads: dict[str, tuple[bytes, int]]
     running: dict[str, tuple[str, int, bytes]]  # run id -> (thread id, last seq, hash)
+
+
+# Kinds of searchable documents, each derived from a run's events or its posted input.
+MESSAGE = "message"
+TOOL_CALL = "tool_call"
+REASONING = "reasoning"
+RUN_ERROR = "error"
+INPUT = "input"
+SEARCH_KINDS = (MESSAGE, TOOL_CALL, REASONING, RUN_ERROR, INPUT)
+
+
+@dataclass(frozen=True, slots=True)
+class SearchDoc:
+    """Searchable text derived from a run: a message assembled from its deltas, a tool call
+    (name, arguments, result), reasoning, an error or a posted user message; found at
+    events ``seq_from`` to ``seq_to`` (-1: the posted input)."""
+
+    thread_id: str
+    run_id: str
+    seq_from: int
+    seq_to: int
+    kind: str
+    text: str
+    recorded_at: float
+    agent: str | None = None
+    message_id: str | None = None
+    role: str | None = None
+    tool_name: str | None = None
+    error_code: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SearchHit:
+    doc: SearchDoc
+    score: float
+    snippet: str
+    marks: list[tuple[int, int]]
+
+
+@dataclass(frozen=True, slots=True)
+class SearchFilter:
+    """What hits must match besides the text. ``agents`` limits hits to those agents' runs
+    (a caller's scope); the others are the asker's filters."""
+
+    text: str = ""
+    syntax: bool = False
+    agents: tuple[str, ...] | None = None
+    agent: str | None = None
+    kind: str | None = None
+    tool: str | None = None
+    status: str | None = None
+    error_code: str | None = None
+    since: float | None = None
+    until: float | None = None
+    thread_id: str | None = None
+    run_id: str | None = None
+    # key/value pairs, each on the hit's thread or on its run
+    tags: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Note:
+    """A note on a thread (``run_id`` None) or one of its runs."""
+
+    note_id: str
+    thread_id: str
+    run_id: str | None
+    text: str
+    author: str | None
+    created_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class Score:
+    thread_id: str
+    run_id: str | None
+    value: float
+    author: str | None
+    updated_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class Tag:
+    thread_id: str
+    run_id: str | None
+    key: str
+    value: str
+    updated_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class Annotations:
+    """Everything annotated on a thread and its runs, beside the log."""
+
+    thread_id: str
+    tags: list[Tag] = field(default_factory=list)
+    notes: list[Note] = field(default_factory=list)
+    scores: list[Score] = field(default_factory=list)

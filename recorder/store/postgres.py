@@ -61,6 +61,7 @@ _UNUSABLE = (
 
 
 class PostgresDatabase:
+    dialect = "postgresql"
     append_survives_cancel = False  # a cancelled append is rolled back: group commit waits
 
     def __init__(self, url: str, pool: asyncpg.Pool) -> None:

@@ -10,6 +10,7 @@ from typing import Any
 import orjson
 
 from recorder.errors import InputError, RunNotFound, StoreError, ThreadNotFound
+from recorder.store.annotation import tag_condition
 from recorder.store.inputs import Chunk, ChunkCache, batches, reassemble
 from recorder.store.model import Page, Run, Thread, ThreadFilter, ThreadSource
 from recorder.store.statements import EVENT_COLUMNS, Body, Fetch, FetchEvents
@@ -215,6 +216,9 @@ def _thread_conditions(f: ThreadFilter) -> tuple[list[str], list[Any]]:
     if f.until is not None:
         conditions.append("updated_at <= ?")
         params.append(float(f.until))
+    more, more_params = tag_condition(f.tags, "threads.thread_id", None)
+    conditions += more
+    params += more_params
     # Summaries are kept without NUL (recorder.store.writes); so is what is looked for.
     text = (f.text or "").replace("\x00", "")
     if text:

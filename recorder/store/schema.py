@@ -21,6 +21,7 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
 )
+from sqlalchemy.dialects.postgresql import TSVECTOR
 
 NAMING_CONVENTION = {
     "ix": "ix_%(column_0_label)s",
@@ -195,3 +196,84 @@ audit_log = Table(
     Column("detail", Text, nullable=True),
     Index("ix_audit_log_at", "at"),
 )
+
+# The search index (``recorder.store.search``): derived from the log, dropped and rebuilt
+# at will (``recorder reindex``), keyed by thread and run. ``terms`` holds the words as the
+# text index reads them: a tsvector with a GIN index on PostgreSQL; on SQLite, the text of
+# the FTS5 table ``search_fts``, which takes it from here (an external-content table).
+search_docs = Table(
+    "search_docs",
+    metadata,
+    Column("id", Position, primary_key=True, autoincrement=True),
+    Column("thread_id", String, nullable=False),
+    Column("run_id", String, nullable=False),
+    Column("seq_from", Integer, nullable=False),
+    Column("seq_to", Integer, nullable=False),
+    Column("kind", String, nullable=False),
+    Column("text", Text, nullable=False),
+    Column("recorded_at", Float, nullable=False),
+    Column("agent", String, nullable=True),
+    Column("message_id", String, nullable=True),
+    Column("role", String, nullable=True),
+    Column("tool_name", String, nullable=True),
+    Column("error_code", String, nullable=True),
+    Column("terms", Text().with_variant(TSVECTOR(), "postgresql"), nullable=True),
+    Index("ix_search_docs_run", "run_id"),
+    Index("ix_search_docs_thread", "thread_id"),
+    Index("ix_search_docs_agent_at", "agent", "recorded_at"),
+    Index("ix_search_docs_kind_at", "kind", "recorded_at"),
+)
+
+# The runs whose documents are in search_docs: the indexer's cursor.
+search_runs = Table(
+    "search_runs",
+    metadata,
+    Column("run_id", String, primary_key=True),
+    Column("thread_id", String, nullable=False),
+    Column("indexed_at", Float, nullable=False),
+    Index("ix_search_runs_thread", "thread_id"),
+)
+
+# Annotations: beside the log, never in it. Each is on a thread (run_id '') or one of its
+# runs; keyed by thread, so a thread's go with it.
+tags = Table(
+    "tags",
+    metadata,
+    Column("thread_id", String, primary_key=True),
+    Column("run_id", String, primary_key=True),
+    Column("key", String, primary_key=True),
+    Column("value", String, nullable=False),
+    Column("updated_at", Float, nullable=False),
+    Index("ix_tags_key_value", "key", "value"),
+)
+
+notes = Table(
+    "notes",
+    metadata,
+    Column("note_id", String, primary_key=True),
+    Column("thread_id", String, nullable=False),
+    Column("run_id", String, nullable=False),
+    Column("author", String, nullable=True),
+    Column("text", Text, nullable=False),
+    Column("created_at", Float, nullable=False),
+    Index("ix_notes_thread", "thread_id", "created_at"),
+)
+
+scores = Table(
+    "scores",
+    metadata,
+    Column("thread_id", String, primary_key=True),
+    Column("run_id", String, primary_key=True),
+    Column("value", Float, nullable=False),
+    Column("author", String, nullable=True),
+    Column("updated_at", Float, nullable=False),
+)
+
+# Made by the migration, outside what SQLAlchemy describes: the FTS5 table (and the
+# shadow tables SQLite keeps for it) and PostgreSQL's GIN index.
+UNDESCRIBED = ("search_fts", "ix_search_docs_terms")
+
+
+def described(obj: object, name: str | None, kind: str, reflected: bool, other: object) -> bool:
+    """Alembic's ``include_object``: whether a schema object is compared with ``metadata``."""
+    return not (name or "").startswith(UNDESCRIBED)

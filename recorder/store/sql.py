@@ -29,21 +29,25 @@ from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from typing import Any, Protocol, TypeVar
 
-from recorder.store import governance, reads, verify, writes
+from recorder.store import annotation, governance, reads, search, verify, writes
 from recorder.store.errors import Failure, store_errors
 from recorder.store.inputs import ChunkCache
 from recorder.store.model import (
     Action,
+    Annotations,
     Appended,
     ChainReport,
     Heads,
     NewEvent,
     NewRun,
+    Note,
     Page,
     PurgeReport,
     PurgeSelection,
     RewriteReport,
     Run,
+    SearchDoc,
+    SearchFilter,
     Thread,
     ThreadFilter,
     Tombstone,
@@ -64,6 +68,7 @@ class Database(Protocol):
     """
 
     url: str
+    dialect: str
     append_survives_cancel: bool
 
     def classify(self, exc: BaseException) -> Failure | None: ...
@@ -174,7 +179,10 @@ class SqlStore:
     async def purge(
         self, selection: PurgeSelection, *, actor: str, reason: str | None, dry_run: bool = False
     ) -> PurgeReport:
-        return await self._write(lambda: governance.purge(selection, actor, reason, dry_run))
+        dialect = self.database.dialect
+        return await self._write(
+            lambda: governance.purge(selection, actor, reason, dry_run, dialect)
+        )
 
     async def rewrite(
         self, run_id: str, payloads: Mapping[int, bytes], *, actor: str, reason: str | None
@@ -257,6 +265,65 @@ class SqlStore:
 
     async def nearest_checkpoint(self, run_id: str, seq: int) -> tuple[int, bytes] | None:
         return await self._read(lambda: reads.nearest_checkpoint(run_id, seq, self._chunks))
+
+    # -- annotations -----------------------------------------------------------------------
+
+    async def set_tags(
+        self, thread_id: str, run_id: str | None, tags: Mapping[str, str | None]
+    ) -> None:
+        now = time.time()
+        await self._write(lambda: annotation.set_tags(thread_id, run_id, tags, now))
+
+    async def add_note(self, note: Note) -> None:
+        await self._write(lambda: annotation.add_note(note))
+
+    async def remove_note(self, note_id: str) -> str:
+        return await self._write(lambda: annotation.remove_note(note_id))
+
+    async def set_score(
+        self, thread_id: str, run_id: str | None, value: float | None, author: str | None
+    ) -> None:
+        now = time.time()
+        await self._write(lambda: annotation.set_score(thread_id, run_id, value, author, now))
+
+    async def annotations(self, thread_id: str) -> Annotations:
+        return await self._read(lambda: annotation.get(thread_id))
+
+    async def restore_annotations(self, saved: Annotations) -> None:
+        await self._write(lambda: annotation.restore(saved))
+
+    # -- the search index ------------------------------------------------------------------
+
+    async def search(
+        self, filters: SearchFilter, *, limit: int = 20, cursor: str | None = None
+    ) -> Page:
+        dialect = self.database.dialect
+        return await self._read(lambda: search.search(dialect, filters, limit, cursor))
+
+    async def runs_to_index(self, limit: int) -> list[str]:
+        return await self._read(lambda: search.pending_runs(limit))
+
+    async def index_run(
+        self,
+        run_id: str,
+        thread_id: str,
+        docs: Sequence[SearchDoc],
+        *,
+        replace: bool = True,
+        done: bool = True,
+    ) -> int:
+        dialect, now = self.database.dialect, time.time()
+        prepared = [(doc, search.document_terms(dialect, doc)) for doc in docs]
+        size = 1 << 30  # never a small write: SQLite runs it on its thread, off the loop
+        return await self._write(
+            lambda: search.index_run(dialect, run_id, thread_id, prepared, replace, done, now),
+            len(docs),
+            size,
+        )
+
+    async def clear_index(self, thread_id: str | None = None) -> None:
+        dialect = self.database.dialect
+        await self._write(lambda: search.clear_index(dialect, thread_id), 0, 1 << 30)
 
     async def wait(self, timeout: float) -> None:
         if not self._listening:

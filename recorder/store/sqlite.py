@@ -71,6 +71,7 @@ _DUPLICATE = {sqlite3.SQLITE_CONSTRAINT_UNIQUE, sqlite3.SQLITE_CONSTRAINT_PRIMAR
 
 
 class SQLiteDatabase:
+    dialect = "sqlite"
     append_survives_cancel = True  # small appends never yield; large ones finish on the thread
 
     def __init__(self, url: str, writer: SQLiteWriter, readers: SQLiteReaders | None) -> None:

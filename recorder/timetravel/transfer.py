@@ -1,6 +1,8 @@
 """Export and import: runs with their inputs and events as JSONL, lineage kept, byte-exact.
 
-One line per run (``"kind": "run"``), followed by one line per event (``"kind": "event"``).
+One line per run (``"kind": "run"``), followed by one line per event (``"kind": "event"``);
+after a thread's runs, its annotations, when it has any (``"kind": "annotations"``: tags,
+notes and scores, which importing puts back as they were).
 Payloads and inputs travel as text when they are UTF-8 and as base64 otherwise, so the
 bytes that come back are the bytes that went in. Importing is idempotent: a run that is
 already there only takes the events it lacks.
@@ -17,8 +19,8 @@ from typing import Any
 import orjson
 
 from recorder.errors import Conflict, InputError, RunNotFound
-from recorder.store import EventStore, Run
-from recorder.store.model import RUNNING
+from recorder.store import Annotations, EventStore, Note, Run
+from recorder.store.model import RUNNING, Score, Tag
 from recorder.timetravel.export_lines import (
     RunLines,
     add_event,
@@ -70,6 +72,70 @@ async def export_lines(store: EventStore, thread_ids: Sequence[str]) -> AsyncIte
                     }
                     yield orjson.dumps(line) + b"\n"
                 done = page[-1].seq
+        saved = await store.annotations(thread_id)
+        if saved.tags or saved.notes or saved.scores:
+            yield orjson.dumps(_annotations_line(saved)) + b"\n"
+
+
+def _annotations_line(saved: Annotations) -> dict[str, Any]:
+    return {
+        "kind": "annotations",
+        "threadId": saved.thread_id,
+        "tags": [
+            {"runId": t.run_id, "key": t.key, "value": t.value, "updatedAt": t.updated_at}
+            for t in saved.tags
+        ],
+        "notes": [
+            {
+                "noteId": n.note_id,
+                "runId": n.run_id,
+                "text": n.text,
+                "author": n.author,
+                "createdAt": n.created_at,
+            }
+            for n in saved.notes
+        ],
+        "scores": [
+            {"runId": s.run_id, "value": s.value, "author": s.author, "updatedAt": s.updated_at}
+            for s in saved.scores
+        ],
+    }
+
+
+def _annotations(line: dict[str, Any]) -> Annotations:
+    thread_id = str(line["threadId"])
+
+    def run(item: dict[str, Any]) -> str | None:
+        return None if item.get("runId") is None else str(item["runId"])
+
+    return Annotations(
+        thread_id,
+        [
+            Tag(thread_id, run(t), str(t["key"]), str(t["value"]), float(t["updatedAt"]))
+            for t in line.get("tags") or []
+        ],
+        [
+            Note(
+                str(n["noteId"]),
+                thread_id,
+                run(n),
+                str(n["text"]),
+                None if n.get("author") is None else str(n["author"]),
+                float(n["createdAt"]),
+            )
+            for n in line.get("notes") or []
+        ],
+        [
+            Score(
+                thread_id,
+                run(s),
+                float(s["value"]),
+                None if s.get("author") is None else str(s["author"]),
+                float(s["updatedAt"]),
+            )
+            for s in line.get("scores") or []
+        ],
+    )
 
 
 async def _all_threads(store: EventStore) -> list[str]:
@@ -107,6 +173,7 @@ class ImportReport:
     runs_created: int = 0
     runs_skipped: int = 0
     events_added: int = 0
+    annotations_restored: int = 0  # threads whose annotations were put back
 
 
 async def split_lines(chunks: AsyncIterable[bytes]) -> AsyncIterator[bytes]:
@@ -154,8 +221,20 @@ async def import_lines(
             if current is None:
                 raise InputError(f"line {number}: kind: an event before any run line")
             add_event(current, line, number)
+        elif kind == "annotations":
+            if current is not None:
+                await _write(store, current, report)
+                current = None
+            try:
+                saved = _annotations(line)
+            except (KeyError, TypeError, ValueError, AttributeError) as exc:
+                raise InputError(f"line {number}: annotations: {exc!r}") from exc
+            await store.restore_annotations(saved)
+            report.annotations_restored += 1
         else:
-            raise InputError(f'line {number}: kind: must be "run" or "event", got {kind!r}')
+            raise InputError(
+                f'line {number}: kind: must be "run", "event" or "annotations", got {kind!r}'
+            )
     if current is not None:
         await _write(store, current, report)
     return report

@@ -114,6 +114,7 @@ def import_view(report: ImportReport) -> dict[str, Any]:
         "runsCreated": report.runs_created,
         "runsSkipped": report.runs_skipped,
         "eventsAdded": report.events_added,
+        "annotationsRestored": report.annotations_restored,
     }
 
 
@@ -148,13 +149,14 @@ async def list_threads(
     text: str | None = None,
     limit: int = 50,
     cursor: str | None = None,
+    tags: tuple[tuple[str, str], ...] = (),
 ) -> dict[str, Any]:
     if status is not None and status not in RUN_STATUSES:
         raise InputError(f"status must be one of {', '.join(RUN_STATUSES)}")
     if not 1 <= limit <= 500:
         raise InputError(f"limit must be 1 to 500, got {limit}")
     filters = ThreadFilter(
-        agent, status, parse_time(since, "since"), parse_time(until, "until"), text
+        agent, status, parse_time(since, "since"), parse_time(until, "until"), text, tags
     )
     page = await store.list_threads(filters, limit=limit, cursor=cursor)
     return {"threads": [thread_view(t) for t in page.items], "nextCursor": page.cursor}

@@ -3,10 +3,13 @@
 //   #/threads[?q=&agent=&status=&since=&until=&cursor=&limit=]   the threads list
 //   #/threads/T                                                   a thread (its latest run)
 //   #/threads/T/runs/R                                            a run, at its end (live: following)
-//   #/threads/T/runs/R/events/N                                   a run after its event N (-1: start)
+//   #/threads/T/runs/R/events/N[?hl=WORDS]                        a run after its event N (-1: start),
+//                                                                 WORDS (one a line) marked
+//   #/search[?q=&kind=&agent=&tool=&tag=&syntax=1&cursor=]        search in recorded content
 
 import { ApiError, setToken, token } from "./api.js";
 import { h, replace } from "./dom.js";
+import { SearchView } from "./search.js";
 import { ThreadView } from "./thread.js";
 import { ThreadsView } from "./threads.js";
 
@@ -27,14 +30,16 @@ function parse(hash) {
   });
   const params = new URLSearchParams(query);
   if (parts.length === 1 && parts[0] === "threads") return { name: "threads", params };
+  if (parts.length === 1 && parts[0] === "search") return { name: "search", params };
   if (parts[0] === "threads" && parts.length >= 2) {
     const [, threadId, runs, runId, events, seq] = parts;
-    if (parts.length === 2) return { name: "thread", threadId, runId: null, seq: null };
+    const marks = (params.get("hl") || "").split("\n").filter(Boolean);
+    if (parts.length === 2) return { name: "thread", threadId, runId: null, seq: null, marks };
     if (runs === "runs" && runId && parts.length === 4) {
-      return { name: "thread", threadId, runId, seq: null };
+      return { name: "thread", threadId, runId, seq: null, marks };
     }
     if (runs === "runs" && events === "events" && /^-?\d+$/.test(seq || "") && parts.length === 6) {
-      return { name: "thread", threadId, runId, seq: Math.max(-1, Number(seq)) };
+      return { name: "thread", threadId, runId, seq: Math.max(-1, Number(seq)), marks };
     }
   }
   return { name: "unknown", path: raw };
@@ -47,7 +52,9 @@ function mount(next) {
 }
 
 function drawCrumbs(route) {
-  const items = [h("a", { href: "#/threads" }, "Threads")];
+  const items = [h("a", { href: "#/threads" }, "Threads"),
+    h("span", { class: "sep", "aria-hidden": "true" }, "·"),
+    h("a", { href: "#/search", id: "search-link" }, "Search")];
   if (route.name === "thread") {
     items.push(h("span", { class: "sep", "aria-hidden": "true" }, "/"),
       h("a", { href: `#/threads/${encodeURIComponent(route.threadId)}`, class: "mono" },
@@ -55,7 +62,7 @@ function drawCrumbs(route) {
   }
   replace(crumbs, items);
   document.title = route.name === "thread" ? `${route.threadId} · agui-recorder`
-    : "Threads · agui-recorder";
+    : route.name === "search" ? "Search · agui-recorder" : "Threads · agui-recorder";
 }
 
 function drawTokenArea() {
@@ -158,6 +165,9 @@ async function route() {
     if (r.name === "threads") {
       if (!(current instanceof ThreadsView)) mount(new ThreadsView(app));
       await current.update(r.params);
+    } else if (r.name === "search") {
+      if (!(current instanceof SearchView)) mount(new SearchView(app));
+      await current.update(r.params);
     } else if (r.name === "thread") {
       if (!(current instanceof ThreadView && current.threadId === r.threadId)) {
         const next = new ThreadView(app, r.threadId);
@@ -165,6 +175,7 @@ async function route() {
         if (ticket !== routing) return next.destroy();
         mount(next);
       }
+      if (r.marks.length) current.marks = r.marks;
       await current.show(r.runId, r.seq);
     } else {
       mount(null);

@@ -3,6 +3,9 @@
 
 import { ApiError, followRun, getJSON, paths } from "./api.js";
 import { conversation } from "./conversation.js";
+import { AnnotationsPanel } from "./annotations.js";
+import { ComparePanel } from "./compare.js";
+import { highlight } from "./search.js";
 import { Composer } from "./fork.js";
 import { forkedFrom, pointText, threadForks, threadHash } from "./lineage.js";
 import { ago, debounce, elapsed, h, replace, shortId, statusBadge, when } from "./dom.js";
@@ -60,12 +63,14 @@ export class ThreadView {
     this.head = h("div", { class: "thread-head" });
     this.tree = h("nav", { class: "run-tree", "aria-label": "Runs of this thread" });
     this.meta = h("div", { class: "run-meta" });
+    this.annotations = new AnnotationsPanel(this);
+    this.compare = new ComparePanel(this);
     this.left = h("aside", { class: "pane left-pane" },
       this.head,
       h("div", { class: "pane-head" }, h("h2", {}, "Runs"),
         h("span", { class: "legend muted" }, h("span", { class: "legend-given" }), "given",
           h("span", { class: "legend-inferred" }), "inferred")),
-      this.tree, this.meta);
+      this.tree, this.meta, this.annotations.root, this.compare.root);
 
     this.pointHead = h("div", { class: "point-head" });
     this.messages = h("div", { class: "messages", id: "conversation", "aria-live": "off" });
@@ -117,6 +122,8 @@ export class ThreadView {
     this.drawHead();
     this.drawTree();
     this.pollTree();
+    this.compare.drawRuns();
+    if (!this.annotations.saved) this.annotations.load();
   }
 
   async reloadThread() {
@@ -268,6 +275,8 @@ export class ThreadView {
     if (this.runId !== runId || this.destroyed) return;
     this.run = run;
     this.drawMeta();
+    this.annotations.draw();
+    this.compare.drawRuns();
     this.timeline.reset(run, this.forksOf(runId));
     const last = run.eventCount - 1;
     const target = seq === null || seq === undefined ? last : Math.min(seq, last);
@@ -567,7 +576,9 @@ export class ThreadView {
         opened: this.opened,
       }));
     const highlighted = this.messages.querySelector(".is-new, .is-changed");
-    if (this.follow || atBottom) scroller.scrollTop = scroller.scrollHeight;
+    const found = this.marks ? highlight(this.messages, this.marks) : null;
+    if (found) found.scrollIntoView({ block: "center" });
+    else if (this.follow || atBottom) scroller.scrollTop = scroller.scrollHeight;
     else if (highlighted) highlighted.scrollIntoView({ block: "nearest" });
 
     const marks = new Map(changes.filter((c) => c.op !== "remove").map((c) => [c.path, c.op]));

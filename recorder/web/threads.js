@@ -7,7 +7,7 @@ import { getJSON, paths } from "./api.js";
 import { ago, debounce, h, replace, statusBadge, when } from "./dom.js";
 
 const STATUSES = ["running", "finished", "interrupted", "cancelled", "error", "incomplete"];
-const FILTERS = ["q", "agent", "status", "since", "until"];
+const FILTERS = ["q", "agent", "status", "since", "until", "tag"];
 
 function latestLine(summary) {
   if (!summary) return "";
@@ -48,6 +48,8 @@ export class ThreadsView {
       onchange: () => this.apply() });
     this.until = input("until", { type: "datetime-local", "aria-label": "Updated until",
       onchange: () => this.apply() });
+    this.tag = input("tag", { placeholder: "tag key:value", "aria-label": "Tag (key:value)",
+      size: 12, onchange: () => this.apply() });
     this.form = h("form", { class: "filters", role: "search",
       onsubmit: (e) => {
         e.preventDefault();
@@ -56,6 +58,7 @@ export class ThreadsView {
       this.q, this.agent, this.status,
       h("label", { class: "time-filter" }, h("span", {}, "from"), this.since),
       h("label", { class: "time-filter" }, h("span", {}, "to"), this.until),
+      this.tag,
       h("button", { type: "button", class: "link", onclick: () => this.clear() }, "Clear"));
     this.results = h("div", { class: "results", id: "threads", "aria-live": "polite" });
     this.pager = h("nav", { class: "pager", "aria-label": "Pages" });
@@ -81,7 +84,7 @@ export class ThreadsView {
     const next = new URLSearchParams();
     const values = {
       q: this.q.value.trim(), agent: this.agent.value, status: this.status.value,
-      since: toIso(this.since.value), until: toIso(this.until.value),
+      since: toIso(this.since.value), until: toIso(this.until.value), tag: this.tag.value.trim(),
     };
     for (const key of FILTERS) if (values[key]) next.set(key, values[key]);
     if (this.params.get("limit")) next.set("limit", this.params.get("limit"));
@@ -105,6 +108,7 @@ export class ThreadsView {
     this.status.value = params.get("status") || "";
     this.since.value = toLocal(params.get("since"));
     this.until.value = toLocal(params.get("until"));
+    this.tag.value = params.get("tag") || "";
     return this.load();
   }
 
@@ -134,7 +138,9 @@ export class ThreadsView {
     if (!page.threads.length) {
       replace(this.results, h("div", { class: "empty-state" },
         filtered
-          ? h("p", {}, "No threads match these filters.")
+          ? [h("p", {}, "No threads match these filters."),
+            this.params.get("q") ? h("p", {}, h("a", { href: `#/search?${new URLSearchParams({ q: this.params.get("q") })}`,
+              id: "search-content" }, "Search the recorded content instead")) : null]
           : [h("p", {}, "No threads recorded yet."),
             h("p", { class: "muted" }, "Point a frontend at POST /agents/{name}, or run ",
               h("code", {}, "recorder demo --serve"), ".")]));

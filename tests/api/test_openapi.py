@@ -148,6 +148,62 @@ async def test_every_answer_follows_its_declared_schema(served: Any) -> None:
     judge.check("POST", "/agents/{name}", await http.post("/agents/nope", json=empty))
     judge.check("POST", "/agents/{name}", await http.post("/agents/demo", content=b"[]"))
 
+    searched = [
+        {"q": "hello"},
+        {"q": '"x', "syntax": "true"},
+        {"q": "-x", "syntax": "true"},
+        {"kind": "bad"},
+        {"tag": "team:a", "limit": 1},
+    ]
+    for params in searched:
+        judge.check("GET", "/search", await http.get("/search", params=params))
+    judge.check("POST", "/search/reindex", await http.post("/search/reindex"))
+    notes = "/threads/{thread_id}/notes"
+    judge.check(
+        "GET", "/threads/{thread_id}/annotations", await http.get("/threads/o1/annotations")
+    )
+    judge.check("GET", "/threads/{thread_id}/annotations", await http.get("/threads/x/annotations"))
+    judge.check(
+        "PATCH", "/threads/{thread_id}/tags", await http.patch("/threads/o1/tags", json={"a": "b"})
+    )
+    judge.check(
+        "PATCH", "/threads/{thread_id}/tags", await http.patch("/threads/o1/tags", json=[1])
+    )
+    judge.check(
+        "PATCH", "/runs/{run_id}/tags", await http.patch(f"/runs/{run}/tags", json={"a": None})
+    )
+    judge.check("PATCH", "/runs/{run_id}/tags", await http.patch("/runs/x/tags", json={"a": "b"}))
+    added = await http.post("/threads/o1/notes", json={"text": "hi", "author": "me"})
+    judge.check("POST", notes, added)
+    judge.check("POST", notes, await http.post("/threads/o1/notes", json={"text": ""}))
+    judge.check(
+        "POST", "/runs/{run_id}/notes", await http.post(f"/runs/{run}/notes", json={"text": "x"})
+    )
+    judge.check(
+        "POST", "/runs/{run_id}/notes", await http.post("/runs/x/notes", json={"text": "x"})
+    )
+    note_id = added.json()["noteId"]
+    judge.check("DELETE", "/notes/{note_id}", await http.delete(f"/notes/{note_id}"))
+    judge.check("DELETE", "/notes/{note_id}", await http.delete(f"/notes/{note_id}"))
+    for target, template in (
+        (f"/threads/{thread}", "/threads/{thread_id}"),
+        (f"/runs/{run}", "/runs/{run_id}"),
+    ):
+        judge.check(
+            "PUT", template + "/score", await http.put(target + "/score", json={"value": 1})
+        )
+        judge.check(
+            "PUT", template + "/score", await http.put(target + "/score", json={"value": "x"})
+        )
+        judge.check("DELETE", template + "/score", await http.delete(target + "/score"))
+    judge.check("DELETE", "/runs/{run_id}/score", await http.delete("/runs/x/score"))
+
+    diff = "/runs/{run_id}/diff"
+    judge.check("GET", diff, await http.get(f"/runs/{run}/diff", params={"from": 1, "to": 3}))
+    judge.check("GET", diff, await http.get(f"/runs/{run}/diff", params={"toRun": "o1-r1"}))
+    judge.check("GET", diff, await http.get(f"/runs/{run}/diff", params={"from": 999}))
+    judge.check("GET", diff, await http.get("/runs/nope/diff"))
+
     # Every operation the document lists was seen answering, successfully and not.
     operations = {(m, p) for p, ops in judge.spec["paths"].items() for m in ops}
     assert {(m, p) for m, p, s in judge.seen if s == "200"} == operations

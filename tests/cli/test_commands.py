@@ -68,12 +68,22 @@ async def test_import_creates_a_database_and_is_idempotent_both_ways(
         f"imported 4 runs (0 already present), {_events(export)} events\n",
     )
     again = await run_main("import", str(export), "--db", fresh, "--json")
-    assert json.loads(again.out) == {"runsCreated": 0, "runsSkipped": 4, "eventsAdded": 0}
+    assert json.loads(again.out) == {
+        "runsCreated": 0,
+        "runsSkipped": 4,
+        "eventsAdded": 0,
+        "annotationsRestored": 0,
+    }
     # Through the server that recorded them: everything is there already.
     remote = await run_main(
         "import", str(export), "--url", recorded.url, "--token", TOKEN, "--json"
     )
-    assert json.loads(remote.out) == {"runsCreated": 0, "runsSkipped": 4, "eventsAdded": 0}
+    assert json.loads(remote.out) == {
+        "runsCreated": 0,
+        "runsSkipped": 4,
+        "eventsAdded": 0,
+        "annotationsRestored": 0,
+    }
     copied = await run_main("show", "t1", "--json", "--db", fresh)
     original = await run_main("show", "t1", "--json", "--db", recorded.db)
     assert json.loads(copied.out)["state"] == json.loads(original.out)["state"]

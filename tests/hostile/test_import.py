@@ -155,9 +155,19 @@ async def test_every_broken_file_is_one_line_naming_line_and_field_and_imports_n
     good = tmp_path / "good.jsonl"
     good.write_bytes(jsonl(export()))
     done = await run_main("import", str(good), "--db", db_url, "--json")
-    assert json.loads(done.out) == {"runsCreated": 1, "runsSkipped": 0, "eventsAdded": 3}
+    assert json.loads(done.out) == {
+        "runsCreated": 1,
+        "runsSkipped": 0,
+        "eventsAdded": 3,
+        "annotationsRestored": 0,
+    }
     again = await run_main("import", str(good), "--db", db_url, "--json")
-    assert json.loads(again.out) == {"runsCreated": 0, "runsSkipped": 1, "eventsAdded": 0}
+    assert json.loads(again.out) == {
+        "runsCreated": 0,
+        "runsSkipped": 1,
+        "eventsAdded": 0,
+        "annotationsRestored": 0,
+    }
     store = await open_store(db_url)
     try:
         run = await store.get_run("r1")
@@ -185,7 +195,12 @@ async def test_a_run_broken_midway_imports_not_at_all_and_the_runs_before_it_do(
         await store.close()
     path.write_bytes(jsonl(first + second))
     done = await run_main("import", str(path), "--db", db_url, "--json")
-    assert json.loads(done.out) == {"runsCreated": 1, "runsSkipped": 1, "eventsAdded": 5}
+    assert json.loads(done.out) == {
+        "runsCreated": 1,
+        "runsSkipped": 1,
+        "eventsAdded": 5,
+        "annotationsRestored": 0,
+    }
     assert await thread_count(db_url) == 2
 
 
@@ -237,4 +252,9 @@ async def test_the_same_file_imported_four_times_at_once_adds_each_event_once(
             run = (await client.get("/runs/big")).json()
             assert (run["eventCount"], run["status"]) == (2500, "finished")
             again = await client.post("/import", content=body)
-            assert again.json() == {"runsCreated": 0, "runsSkipped": 1, "eventsAdded": 0}
+            assert again.json() == {
+                "runsCreated": 0,
+                "runsSkipped": 1,
+                "eventsAdded": 0,
+                "annotationsRestored": 0,
+            }

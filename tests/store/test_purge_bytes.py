@@ -10,12 +10,13 @@ the summary, the checkpoints.
 from __future__ import annotations
 
 import sqlite3
+import time
 from pathlib import Path
 
 import asyncpg
 import pytest
 
-from recorder.store import EventStore, NewRun, PurgeSelection, open_store
+from recorder.store import EventStore, NewRun, Note, PurgeSelection, SearchDoc, open_store
 from tests.conftest import pg_available, require
 from tests.pgcluster import pg_bin, private_cluster
 from tests.store.spec.conftest import ev
@@ -34,6 +35,13 @@ async def _record(store: EventStore, thread: str, marker: bytes, big: bool) -> N
     )
     await store.save_checkpoint(run, 5, marker + b"-checkpoint")
     await store.set_status(run, "finished", summary=f"{text}-summary")
+    # Derived and side data keyed by the thread: the search index and the annotations. The
+    # word is one the index keeps whole (lower case, after every other term).
+    word = "zzq" + text.lower().replace("-", "")
+    doc = SearchDoc(thread, run, 0, 19, "message", f"the {word} text", time.time(), agent="a")
+    await store.index_run(run, thread, [doc])
+    await store.set_tags(thread, None, {"label": f"{text}-tag"})
+    await store.add_note(Note(f"{thread}-note", thread, None, f"{text}-note", "me", time.time()))
 
 
 async def test_sqlite_file_and_wal_hold_nothing_of_a_purged_thread(tmp_path: Path) -> None:
@@ -54,8 +62,10 @@ async def test_sqlite_file_and_wal_hold_nothing_of_a_purged_thread(tmp_path: Pat
     finally:
         await store.close()
     assert KEPT + b"-payload-3" in data  # the check can see what is there
-    assert GONE not in data
-    assert GONE not in log
+    assert b"zzqkeepme19c4" in data
+    for gone in (GONE, b"eraseme7f3a"):
+        assert gone not in data
+        assert gone not in log
 
 
 @pytest.mark.postgres
@@ -86,4 +96,6 @@ async def test_postgres_files_hold_nothing_of_a_purged_thread_after_vacuum() -> 
             for segment in sorted(cluster.data.glob(f"{relative}*")):
                 contents += segment.read_bytes()
     assert KEPT + b"-payload-3" in contents
+    assert b"zzqkeepme19c4" in contents
     assert GONE not in contents
+    assert b"eraseme7f3a" not in contents

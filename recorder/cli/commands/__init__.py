@@ -2,7 +2,31 @@
 
 from __future__ import annotations
 
-from recorder.cli.commands import audit, browse, check, fork, replay, server, state, transfer
+from recorder.cli.commands import (
+    annotate,
+    audit,
+    browse,
+    check,
+    diff,
+    fork,
+    replay,
+    search,
+    server,
+    state,
+    transfer,
+)
 from recorder.cli.parser import Group
 
-GROUPS: tuple[Group, ...] = (server, browse, state, replay, fork, transfer, check, audit)
+GROUPS: tuple[Group, ...] = (
+    server,
+    browse,
+    search,
+    annotate,
+    state,
+    diff,
+    replay,
+    fork,
+    transfer,
+    check,
+    audit,
+)

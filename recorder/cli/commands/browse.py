@@ -7,6 +7,7 @@ from recorder.cli.context import Context
 from recorder.cli.parser import Commands
 from recorder.errors import NotFound
 from recorder.models import EventPage, ThreadPage
+from recorder.timetravel.annotating import parse_tags
 
 
 def register(commands: Commands) -> None:
@@ -18,6 +19,9 @@ def register(commands: Commands) -> None:
     p.add_argument("--search", help="text in the recorded messages")
     p.add_argument("--since", help="updated at or after (ISO-8601 or epoch seconds)")
     p.add_argument("--until", help="updated before (ISO-8601 or epoch seconds)")
+    p.add_argument(
+        "--tag", action="append", metavar="KEY:VALUE", help="on the thread or one of its runs"
+    )
     p.add_argument("--limit", type=int, default=50, help="threads per page (default 50)")
     p.add_argument("--cursor", help="the page after this cursor (printed when there is more)")
     p.add_argument("--all", action="store_true", help="every page")
@@ -43,6 +47,7 @@ async def threads(context: Context) -> int:
             since=args.since,
             until=args.until,
             text=args.search,
+            tags=dict(parse_tags(args.tag)),
             limit=args.limit,
             cursor=args.cursor,
         )
@@ -54,6 +59,7 @@ async def threads(context: Context) -> int:
                 since=args.since,
                 until=args.until,
                 text=args.search,
+                tags=dict(parse_tags(args.tag)),
                 limit=args.limit,
                 cursor=page.next_cursor,
             )

@@ -1,0 +1,60 @@
+"""``search``, ``reindex``, ``tag``, ``note``, ``score``, ``annotations`` and ``diff``: the same
+output against the database and against a running server."""
+
+from __future__ import annotations
+
+import json
+
+from tests.cli.conftest import TOKEN, Recorded, run_main
+
+QUESTIONS = [
+    ("search", "Deleted report"),
+    ("search", "Deleted report", "--json"),
+    ("search", "--kind", "input", "--limit", "2", "--all", "--json"),
+    ("search", "--kind", "message", "--thread", "t1"),
+    ("search", "report", "--tag", "team:billing"),
+    ("search", '"Deleted', "--syntax"),
+    ("search", " -x", "--syntax"),
+    ("search", "report -nothing", "--syntax"),
+    ("search", "x", "--since", "yesterday"),
+    ("search", "x", "--status", "weird"),
+    ("threads", "--tag", "team:billing"),
+    ("threads", "--tag", "nocolon"),
+    ("annotations", "t1"),
+    ("annotations", "t1", "--json"),
+    ("annotations", "nope"),
+    ("diff", "t1-r1"),
+    ("diff", "t1-r1", "--from", "3", "--to", "5", "--json"),
+    ("diff", "t1-r1", "--to-run", "t1-f"),
+    ("diff", "t1-r1", "--from", "9999"),
+    ("diff", "nope"),
+]
+
+
+async def test_the_same_answers_both_ways(recorded: Recorded) -> None:
+    db = ("--db", recorded.db)
+    assert (await run_main("reindex", *db)).out == "indexed 9 runs\n"
+    done = await run_main("tag", "t1", "team=billing", "env=prod", *db)
+    assert done.code == 0 and "team=billing" in done.out
+    assert (await run_main("tag", "t1", "--remove", "env", *db)).code == 0
+    assert (await run_main("tag", "t1", "x=y", "--run", "t2-r1", *db)).code == 2
+    note = await run_main("note", "t1", "checked", "--run", "t1-r2", "--author", "ana", *db)
+    assert note.code == 0 and note.out.startswith("added note-")
+    assert (await run_main("score", "t1", "3.5", "--author", "ana", *db)).code == 0
+    assert (await run_main("score", "t1", *db)).code == 2
+    for question in QUESTIONS:
+        local = await run_main(*question, *db)
+        remote = await run_main(*question, "--url", recorded.url, "--token", TOKEN)
+        assert (remote.code, remote.out, remote.err) == (local.code, local.out, local.err), question
+        assert "Traceback" not in local.err, question
+        if local.code:
+            assert local.err.startswith("recorder: ") and local.err.count("\n") == 1, question
+    found = json.loads((await run_main("search", "Deleted report", "--json", *db)).out)
+    assert found["hits"] and all(h["threadId"] for h in found["hits"])
+    text = (await run_main("search", "Deleted report", *db)).out
+    assert "[Deleted]" in text or "[deleted]" in text
+    saved = json.loads((await run_main("annotations", "t1", "--json", *db)).out)
+    assert saved["tags"] == {"team": "billing"} and saved["score"]["value"] == 3.5
+    assert saved["runs"]["t1-r2"]["notes"][0]["text"] == "checked"
+    listed = (await run_main("threads", "--tag", "team:billing", *db)).out
+    assert "t1" in listed and "t2" not in listed

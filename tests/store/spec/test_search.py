@@ -1,0 +1,327 @@
+"""EventStore.search, runs_to_index, index_run, clear_index (with the indexer that feeds them)."""
+
+from __future__ import annotations
+
+import itertools
+import time
+from typing import Any
+
+import orjson
+import pytest
+
+from recorder.errors import InputError
+from recorder.store import EventStore, NewEvent, NewRun, SearchFilter
+from recorder.timetravel.indexing import Indexer
+
+
+def ev(**event: Any) -> NewEvent:
+    return NewEvent(orjson.dumps(event), event["type"])
+
+
+def posted(thread: str, run: str, *messages: dict[str, Any]) -> bytes:
+    return orjson.dumps({"threadId": thread, "runId": run, "messages": list(messages)})
+
+
+def said(mid: str, *deltas: str) -> list[NewEvent]:
+    return [
+        ev(type="TEXT_MESSAGE_START", messageId=mid, role="assistant"),
+        *[ev(type="TEXT_MESSAGE_CONTENT", messageId=mid, delta=d) for d in deltas],
+        ev(type="TEXT_MESSAGE_END", messageId=mid),
+    ]
+
+
+async def record(
+    store: EventStore,
+    run: str,
+    thread: str,
+    events: list[NewEvent],
+    *,
+    agent: str = "support",
+    status: str = "finished",
+    created_at: float = 1000.0,
+    messages: tuple[dict[str, Any], ...] = (),
+) -> None:
+    await store.create_run(
+        NewRun(run, thread, agent, posted(thread, run, *messages), created_at=created_at)
+    )
+    started = ev(type="RUN_STARTED", threadId=thread, runId=run)
+    await store.append(run, [NewEvent(started.payload, started.type, recorded_at=created_at)])
+    timed = [NewEvent(e.payload, e.type, recorded_at=created_at + 0.5) for e in events]
+    if timed:
+        await store.append(run, timed)
+    await store.set_status(run, status)
+
+
+async def hits(store: EventStore, text: str = "", **filters: Any) -> list[tuple[str, str, int]]:
+    page = await store.search(SearchFilter(text=text, **filters), limit=100)
+    return [(h.doc.run_id, h.doc.kind, h.doc.seq_from) for h in page.items]
+
+
+async def corpus(store: EventStore) -> None:
+    user = {"id": "u1", "role": "user", "content": "Can I get a refund for order 42?"}
+    await record(
+        store,
+        "r1",
+        "t1",
+        [
+            *said("m1", "Your refund is guar", "ante", "ed within five days."),
+            ev(type="TOOL_CALL_START", toolCallId="c1", toolCallName="refund_order"),
+            ev(type="TOOL_CALL_ARGS", toolCallId="c1", delta='{"order": 42, "amo'),
+            ev(type="TOOL_CALL_ARGS", toolCallId="c1", delta='unt": 750}'),
+            ev(type="TOOL_CALL_END", toolCallId="c1"),
+            ev(type="TOOL_CALL_RESULT", messageId="t1", toolCallId="c1", content="approved"),
+        ],
+        messages=(user,),
+    )
+    await record(
+        store,
+        "r2",
+        "t2",
+        [
+            ev(type="REASONING_START", messageId="s1"),
+            ev(type="REASONING_MESSAGE_START", messageId="s1", role="reasoning"),
+            ev(type="REASONING_MESSAGE_CONTENT", messageId="s1", delta="the user seems upset"),
+            ev(type="REASONING_MESSAGE_END", messageId="s1"),
+            ev(
+                type="REASONING_ENCRYPTED_VALUE",
+                subtype="message",
+                entityId="s1",
+                encryptedValue="zzsecretzz",
+            ),
+            ev(type="REASONING_END", messageId="s1"),
+            ev(type="TOOL_CALL_CHUNK", toolCallId="c2", toolCallName="lookup", delta='{"q": "Crè'),
+            ev(type="TOOL_CALL_CHUNK", toolCallId="c2", delta='me brûlée"}'),
+            ev(type="RUN_ERROR", message="no byte for 60 s", code="upstream_idle"),
+        ],
+        agent="billing",
+        status="error",
+        created_at=2000.0,
+        messages=(
+            {"id": "u2", "role": "user", "content": "東京タワーの営業時間は\uff1f 🎉 Ünïcödé"},
+        ),
+    )
+    await store.create_run(NewRun("r3", "t3", "support", posted("t3", "r3")))
+    await store.append("r3", said("m3", "a refund still running"))
+    assert await Indexer(store).index_pending() == 2
+
+
+async def test_assembled_text_tool_calls_input_and_errors(store: EventStore) -> None:
+    await corpus(store)
+    # Split across deltas: found as one message, with the events it came from.
+    assert await hits(store, "guaranteed within") == [("r1", "message", 1)]
+    page = await store.search(SearchFilter(text="guaranteed"))
+    (hit,) = page.items
+    assert (hit.doc.seq_from, hit.doc.seq_to, hit.doc.thread_id) == (1, 5, "t1")
+    assert hit.snippet == "Your refund is guaranteed within five days."
+    assert [hit.snippet[s:e] for s, e in hit.marks] == ["guaranteed"]
+    # Tool arguments split across TOOL_CALL_ARGS and TOOL_CALL_CHUNK; name and result too.
+    assert await hits(store, "amount 750") == [("r1", "tool_call", 6)]
+    assert await hits(store, "refund_order approved") == [("r1", "tool_call", 6)]
+    assert await hits(store, "creme brulee") == [("r2", "tool_call", 7)]
+    # The posted user message, not the run still recording.
+    assert await hits(store, "order 42", kind="input") == [("r1", "input", -1)]
+    assert await hits(store, "still running") == []
+    # Reasoning, but never its encrypted value; errors by code and message.
+    assert await hits(store, "upset") == [("r2", "reasoning", 2)]
+    assert await hits(store, "zzsecretzz") == []
+    assert await hits(store, "upstream_idle") == [("r2", "error", 9)]
+    assert await hits(store, "60", kind="error") == [("r2", "error", 9)]
+    (error,) = (await store.search(SearchFilter(error_code="upstream_idle"))).items
+    assert error.doc.error_code == "upstream_idle" and error.doc.agent == "billing"
+
+
+@pytest.mark.parametrize(
+    ("query", "found"),
+    [
+        ("GUARANTEED", True),
+        ("Guaranteed", True),
+        ("東京", True),
+        ("タワー", True),
+        ("営業時間", True),
+        ("🎉", True),
+        ("unicode", True),
+        ("ÜNÏCÖDÉ", True),
+        ("crème", True),
+        ("東京x", False),
+        ("guarantee", False),
+    ],
+)
+async def test_unicode_and_case(store: EventStore, query: str, found: bool) -> None:
+    await corpus(store)
+    assert bool(await hits(store, query)) is found
+
+
+@pytest.mark.parametrize(
+    "query",
+    ['"refund', "refund*", "-refund", "(refund)", "refund:", "^refund", "refund)", "'refund'"],
+)
+async def test_query_syntax_is_literal_by_default(store: EventStore, query: str) -> None:
+    await corpus(store)
+    assert await hits(store, query) == await hits(store, "refund") != []
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "refund OR approved",
+        "refund AND NOT",
+        "refund NEAR/2",
+        "'; DROP TABLE events; --",
+        "*",
+        '"',
+        "()",
+        "%_",
+        "\\",
+        "-",
+        "OR",
+        "NOT",
+        "\x00",
+    ],
+)
+async def test_syntax_words_are_words(store: EventStore, query: str) -> None:
+    """OR, NOT, NEAR are words to find: no document holds them; punctuation alone finds
+    nothing either, and no query is an error."""
+    await corpus(store)
+    assert await hits(store, query) == []
+
+
+async def test_syntax_flag(store: EventStore) -> None:
+    await corpus(store)
+    assert await hits(store, "guarant*", syntax=True) == [("r1", "message", 1)]
+    assert await hits(store, '"five days"', syntax=True) == [("r1", "message", 1)]
+    assert await hits(store, '"days five"', syntax=True) == []
+    either = await hits(store, "upset OR approved", syntax=True)
+    assert sorted(either) == [("r1", "tool_call", 6), ("r2", "reasoning", 2)]
+    assert await hits(store, "refund -approved", syntax=True, kind="tool_call") == []
+    with pytest.raises(InputError):
+        await store.search(SearchFilter(text="-refund", syntax=True))
+
+
+async def test_filters(store: EventStore) -> None:
+    await corpus(store)
+    assert {r for r, _k, _s in await hits(store, agent="billing")} == {"r2"}
+    assert await hits(store, "refund", tool="refund_order") == [("r1", "tool_call", 6)]
+    assert {r for r, _k, _s in await hits(store, status="error")} == {"r2"}
+    assert await hits(store, "refund", status="error") == []
+    assert {r for r, _k, _s in await hits(store, since=1500.0)} == {"r2"}
+    assert {r for r, _k, _s in await hits(store, until=1500.0)} == {"r1"}
+    # A caller's scope: only its agents' runs, whatever else it asks.
+    assert {r for r, _k, _s in await hits(store, agents=("billing",))} == {"r2"}
+    assert await hits(store, "refund", agents=("billing",)) == []
+    assert await hits(store, "refund", agents=()) == []
+    assert {r for r, _k, _s in await hits(store, thread_id="t2")} == {"r2"}
+    with pytest.raises(InputError):
+        await store.search(SearchFilter(kind="nonsense"))
+
+
+async def test_ranking_and_keyset_pages(store: EventStore) -> None:
+    for i in range(9):
+        text = "apple " * (1 + i % 3) + f"filler words number {i}"
+        await record(store, f"r{i}", f"t{i}", said(f"m{i}", text), created_at=1000.0 + i)
+    await Indexer(store).index_pending()
+    everything = (await store.search(SearchFilter(text="apple"), limit=100)).items
+    assert len(everything) == 9
+    scores = [h.score for h in everything]
+    assert scores == sorted(scores, reverse=True) and scores[0] > scores[-1]
+    # Equal relevance: newest first.
+    for a, b in itertools.pairwise(everything):
+        if a.score == b.score:
+            assert a.doc.recorded_at >= b.doc.recorded_at
+    seen, cursor = [], None
+    while True:
+        page = await store.search(SearchFilter(text="apple"), limit=2, cursor=cursor)
+        seen += [h.doc.run_id for h in page.items]
+        if page.cursor is None:
+            break
+        cursor = page.cursor
+    assert seen == [h.doc.run_id for h in everything]
+    with pytest.raises(InputError):
+        await store.search(SearchFilter(text="apple"), cursor="not-a-cursor")
+
+
+async def test_rebuilt_from_the_log_to_the_same_answers(store: EventStore) -> None:
+    await corpus(store)
+    queries = ["refund", "guaranteed", "東京", "upstream_idle", "", "crème brûlée"]
+    before = [await hits(store, q) for q in queries]
+    assert await store.runs_to_index(10) == []
+    await store.clear_index()
+    for query in queries:
+        assert await hits(store, query) == []
+    assert sorted(await store.runs_to_index(10)) == ["r1", "r2"]
+    assert await Indexer(store).index_pending() == 2
+    assert [await hits(store, q) for q in queries] == before
+    # Indexing a run again replaces its documents: nothing doubles.
+    await Indexer(store).index_run("r1")
+    assert [await hits(store, q) for q in queries] == before
+    assert await Indexer(store).reindex() == 2
+    assert [await hits(store, q) for q in queries] == before
+
+
+async def test_a_run_written_in_pieces_is_indexed_whole_or_again(store: EventStore) -> None:
+    events = [e for i in range(120) for e in said(f"m{i}", f"note number{i} ", "about tea")]
+    await record(store, "r1", "t1", events)
+    # A crash after the first piece: the run is not marked, and indexing it again
+    # replaces what the first piece wrote.
+    doc = (await Indexer(store).index_run("r1"), await store.runs_to_index(5))
+    assert doc == (120, [])
+    await store.index_run("r1", "t1", [], replace=True, done=False)
+    assert await store.runs_to_index(5) == ["r1"]
+    assert await hits(store, "tea") == []
+    assert await Indexer(store).index_pending() == 1
+    found = await store.search(SearchFilter(text="tea"), limit=100)
+    assert len(found.items) == 100 and found.cursor is not None
+    assert await hits(store, "number119") == [("r1", "message", 477)]
+
+
+async def test_indexing_gives_way_to_live_runs_but_not_forever(store: EventStore) -> None:
+    await record(store, "r1", "t1", said("m1", "patience"))
+    started = time.monotonic()
+    assert await Indexer(store, busy=lambda: True, max_lag=0.3).index_pending() == 1
+    assert time.monotonic() - started >= 0.3
+    assert await hits(store, "patience") == [("r1", "message", 1)]
+
+
+async def test_one_threads_documents_dropped(store: EventStore) -> None:
+    await corpus(store)
+    await store.clear_index("t1")
+    assert await hits(store, "refund") == []
+    assert await hits(store, "upset") == [("r2", "reasoning", 2)]
+    assert await store.runs_to_index(10) == ["r1"]  # still in the log: indexed again
+    await Indexer(store).index_pending()
+    assert await hits(store, "guaranteed") == [("r1", "message", 1)]
+
+
+async def test_messages_only_in_a_snapshot(store: EventStore) -> None:
+    """An agent that answers with a MESSAGES_SNAPSHOT: its new messages are found, those it
+    streamed or was given are not found twice."""
+    user = {"id": "u1", "role": "user", "content": "plan my trip"}
+    snapshot = [
+        user,
+        {"id": "m1", "role": "assistant", "content": "streamed answer"},
+        {
+            "id": "m2",
+            "role": "assistant",
+            "content": "only in the snapshot",
+            "toolCalls": [
+                {
+                    "id": "c9",
+                    "type": "function",
+                    "function": {"name": "book_hotel", "arguments": '{"city": "Lisbon"}'},
+                }
+            ],
+        },
+        {"id": "t9", "role": "tool", "toolCallId": "c9", "content": "booked"},
+    ]
+    await record(
+        store,
+        "r1",
+        "t1",
+        [*said("m1", "streamed answer"), ev(type="MESSAGES_SNAPSHOT", messages=snapshot)],
+        messages=(user,),
+    )
+    await Indexer(store).index_pending()
+    assert await hits(store, "streamed answer") == [("r1", "message", 1)]
+    assert await hits(store, "only snapshot") == [("r1", "message", 4)]
+    assert await hits(store, "lisbon", tool="book_hotel") == [("r1", "tool_call", 4)]
+    assert await hits(store, "booked") == [("r1", "tool_call", 4)]
+    assert await hits(store, "plan my trip") == [("r1", "input", -1)]
