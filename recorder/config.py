@@ -11,13 +11,21 @@ recorder running with a guarantee its operator turned off).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import tomllib
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import (
     BaseSettings,
     NoDecode,
@@ -51,6 +59,9 @@ class AgentConfig(BaseModel):
     # "same-thread": the branch posts the history on the parent's thread with parentRunId,
     # right only for agents that rebuild everything from the posted messages.
     fork: ForkStrategy = DEFAULT_FORK_STRATEGY
+    # The proxy endpoint POST /agents/NAME asks for a token with the "run" scope (or the
+    # API token); the token is checked by the recorder and never forwarded to the agent.
+    require_token: bool = False
 
     @field_validator("url")
     @classmethod
@@ -58,6 +69,58 @@ class AgentConfig(BaseModel):
         if not url.startswith(("http://", "https://")):
             raise ValueError(f"the upstream URL must be http(s), got {url!r}")
         return url
+
+
+Scope = Literal["read", "run", "fork", "admin"]
+SCOPES: tuple[Scope, ...] = ("read", "run", "fork", "admin")
+# What each scope grants: a fork reads history and starts a run; admin grants everything.
+GRANTS: dict[str, frozenset[str]] = {
+    "read": frozenset({"read"}),
+    "run": frozenset({"run"}),
+    "fork": frozenset({"fork", "read", "run"}),
+    "admin": frozenset(SCOPES),
+}
+TOKEN_HASH_PREFIX = "sha256:"
+
+
+def hash_token(token: str) -> str:
+    """The form a token is kept in the settings. Tokens are long random secrets (``recorder
+    token new`` makes 32 bytes), so one SHA-256 is as hard to reverse as a slow password
+    hash, and it costs a request microseconds."""
+    return TOKEN_HASH_PREFIX + hashlib.sha256(token.encode()).hexdigest()
+
+
+class TokenConfig(BaseModel):
+    """A named API token: its hash, what it may do and, optionally, the agents it sees."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    hash: str
+    scopes: tuple[Scope, ...] = ("read",)
+    # None: every agent. A list: only threads and runs recorded through these agents.
+    agents: tuple[str, ...] | None = None
+
+    @field_validator("hash")
+    @classmethod
+    def _hashed(cls, value: str) -> str:
+        digest = value.removeprefix(TOKEN_HASH_PREFIX)
+        if not value.startswith(TOKEN_HASH_PREFIX) or len(digest) != 64:
+            raise ValueError(
+                "a token is kept as its hash, sha256:<64 hex digits> "
+                "(make one with `recorder token hash`), never in clear"
+            )
+        try:
+            bytes.fromhex(digest)
+        except ValueError as exc:
+            raise ValueError("the token hash is not hex") from exc
+        return TOKEN_HASH_PREFIX + digest.lower()
+
+    @field_validator("scopes")
+    @classmethod
+    def _some_scope(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        if not value:
+            raise ValueError("a token needs at least one scope (read, run, fork, admin)")
+        return value
 
 
 def parse_agents(specs: Any) -> dict[str, dict[str, Any]]:
@@ -111,7 +174,9 @@ class Settings(BaseSettings):
     # NAME=URL pairs (comma-separated in the environment) or tables: parsed by `_agents`.
     agents: Annotated[dict[str, AgentConfig], NoDecode] = Field(default_factory=dict)
     demo_agent: bool = False
+    # The full-access token (in clear, as before); ``tokens`` adds named, scoped ones.
     api_token: str | None = None
+    tokens: dict[str, TokenConfig] = Field(default_factory=dict)
     # "commit": a frame reaches the client only once it is in the log (group commit).
     # "buffered": forward first, record right after (lower latency, may lose the tail on a crash).
     durability: Literal["commit", "buffered"] = "commit"
@@ -150,6 +215,16 @@ class Settings(BaseSettings):
     @classmethod
     def _agents(cls, value: Any) -> dict[str, dict[str, Any]]:
         return parse_agents(value)
+
+    @model_validator(mode="after")
+    def _tokens_for_agents(self) -> Settings:
+        guarded = sorted(name for name, agent in self.agents.items() if agent.require_token)
+        if guarded and not (self.api_token or self.tokens):
+            raise ValueError(
+                f"agent {', '.join(guarded)} requires a token, and no token is configured "
+                "(api_token or tokens)"
+            )
+        return self
 
     @classmethod
     def settings_customise_sources(

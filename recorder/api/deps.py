@@ -8,22 +8,23 @@ nothing more, the log says everything.
 from __future__ import annotations
 
 import contextlib
-import hmac
 from typing import Annotated, Any
 
-from fastapi import Depends, FastAPI, HTTPException, Request
+from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
 from recorder.errors import (
     BodyTooLarge,
     Conflict,
+    Forbidden,
     InputError,
     NotFound,
     RecorderError,
     RunClosed,
     StoreUnavailable,
     TooManyRuns,
+    Unauthenticated,
 )
 from recorder.runtime import Runtime
 from recorder.telemetry.logs import API, new_error_id
@@ -37,23 +38,10 @@ def get_runtime(request: Request) -> Runtime:
 RuntimeDep = Annotated[Runtime, Depends(get_runtime)]
 
 
-def require_token(request: Request) -> None:
-    """With an API token configured, every endpoint but the proxy and /healthz needs it."""
-    token = request.app.state.runtime.settings.api_token
-    if not token:
-        return
-    given = request.headers.get("authorization", "")
-    candidate = (
-        given[7:] if given.lower().startswith("bearer ") else request.query_params.get("token", "")
-    )
-    if not hmac.compare_digest(candidate.encode(), token.encode()):
-        raise HTTPException(401, "an API token is required (Authorization: Bearer TOKEN)")
-
-
-TokenDep = Depends(require_token)
-
 _STATUS: list[tuple[type[RecorderError], int]] = [
     (NotFound, 404),
+    (Unauthenticated, 401),
+    (Forbidden, 403),
     (BodyTooLarge, 413),
     (InputError, 422),
     (Conflict, 409),

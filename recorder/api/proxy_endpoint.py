@@ -15,13 +15,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Mapping
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import parse_qs, quote
 
 import orjson
 from starlette.datastructures import Headers
 from starlette.types import Receive, Scope, Send
 
+from recorder.api.access import check_agent, check_scope, forwardable, principal_for
 from recorder.api.deps import internal_error, status_for
 from recorder.api.views import SSE_HEADERS
 from recorder.errors import BodyTooLarge
@@ -53,10 +55,14 @@ async def serve_run(
     """Read the posted run, record it through ``name``'s leg (or ``leg``), answer."""
     try:
         leg = leg or runtime.proxy.upstream(name)  # 404 before reading the body
+        headers: Mapping[str, str] = Headers(scope=scope)
+        agent = runtime.settings.agents.get(name)
+        if agent is not None and agent.require_token:
+            headers = check_run_token(runtime, name, scope, headers)
         body = await read_body(scope, receive, runtime.settings.max_body_bytes)
         if body is None:
             return  # the client left before its request was read: nothing to do
-        result = await runtime.proxy.start(name, body, Headers(scope=scope), leg=leg)
+        result = await runtime.proxy.start(name, body, headers, leg=leg)
     except Exception as exc:
         status = status_for(exc)
         if status == 500:  # not one the recorder can explain: logged with an id
@@ -69,6 +75,18 @@ async def serve_run(
         await send_whole(send, result.status, result.body, result.content_type)
     else:
         await stream(receive, send, result)
+
+
+def check_run_token(
+    runtime: Runtime, name: str, scope: Scope, headers: Mapping[str, str]
+) -> Mapping[str, str]:
+    """The agent asks for a token: one with the ``run`` scope that covers it. The headers
+    to forward are returned without it."""
+    query = parse_qs(scope.get("query_string", b"").decode("latin-1")).get("token", [None])[0]
+    principal = principal_for(runtime.settings, scope, query)
+    check_scope(principal, "run")
+    check_agent(principal, name)
+    return forwardable(headers, principal)
 
 
 async def read_body(scope: Scope, receive: Receive, limit: int) -> bytes | None:
@@ -154,6 +172,8 @@ OPENAPI: dict[str, Any] = {
     },
     "responses": {
         "200": {"description": "the run's events", "content": {"text/event-stream": {}}},
+        "401": {"description": "the agent asks for a token (require_token), and none known came"},
+        "403": {"description": "the token lacks the run scope, or this agent"},
         "404": {"description": "no such agent"},
         "409": {"description": "the run id is taken"},
         "413": {"description": "request body too large"},

@@ -6,13 +6,14 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Request
 
-from recorder.api.deps import RuntimeDep, TokenDep
+from recorder.api.access import AdminDep, PrincipalDep, ReadDep, visible_thread
+from recorder.api.deps import RuntimeDep
 from recorder.api.views import ERRORS, JSON, JSONLines, stream_doc
 from recorder.models import ImportReport
 from recorder.timetravel.transfer import check_threads, export_lines, import_lines, split_lines
 from recorder.timetravel.views import import_view
 
-router = APIRouter(tags=["transfer"], dependencies=[TokenDep], responses=ERRORS)
+router = APIRouter(tags=["transfer"], dependencies=[ReadDep], responses=ERRORS)
 
 JSONL = "application/x-ndjson"
 
@@ -24,15 +25,19 @@ JSONL = "application/x-ndjson"
 )
 async def export(
     runtime: RuntimeDep,
+    principal: PrincipalDep,
     threadId: Annotated[list[str] | None, Query(description="threads (default: all)")] = None,
 ) -> JSONLines:
     ids = threadId or []
     await check_threads(runtime.store, ids)
-    return JSONLines(export_lines(runtime.store, ids))
+    for thread_id in ids:
+        await visible_thread(runtime, principal, thread_id)
+    return JSONLines(export_lines(runtime.store, ids, principal.agents))
 
 
 @router.post(
     "/import",
+    dependencies=[AdminDep],
     response_model=ImportReport,
     response_class=JSON,
     openapi_extra={

@@ -36,6 +36,11 @@ def parse_run_input(body: bytes, max_bytes: int | None = None) -> dict[str, Any]
     return obj
 
 
+# The header a client may carry the recorder's own token in: never forwarded, whatever
+# ``forward_headers`` and ``forward_header_prefixes`` allow.
+RECORDER_TOKEN = "x-recorder-token"
+
+
 def forwarded_headers(headers: Mapping[str, str], settings: Settings) -> dict[str, str]:
     """Headers that pass to the upstream: an allow list plus prefixes; never stored."""
     allowed = {h.lower() for h in settings.forward_headers}
@@ -43,7 +48,9 @@ def forwarded_headers(headers: Mapping[str, str], settings: Settings) -> dict[st
     out = {
         k: v
         for k, v in headers.items()
-        if k.lower() not in _HOP_BY_HOP and (k.lower() in allowed or k.lower().startswith(prefixes))
+        if k.lower() not in _HOP_BY_HOP
+        and k.lower() != RECORDER_TOKEN
+        and (k.lower() in allowed or k.lower().startswith(prefixes))
     }
     out["content-type"] = "application/json"
     out["accept"] = "text/event-stream"  # the recorder records SSE; never ask for protobuf

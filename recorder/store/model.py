@@ -107,6 +107,9 @@ class ThreadFilter:
     since: float | None = None
     until: float | None = None
     text: str | None = None
+    # Only threads whose every run (and the thread itself) was recorded through one of
+    # these agents; None: no such limit. An agent-limited token's view of the list.
+    agents: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -156,6 +156,17 @@ def _thread_conditions(f: ThreadFilter) -> tuple[list[str], list[Any]]:
             "AND runs.agent = ?)"
         )
         params.append(f.agent)
+    if f.agents is not None:
+        if not f.agents:
+            conditions.append("1 = 0")
+        else:
+            marks = ", ".join("?" * len(f.agents))
+            conditions.append(
+                f"threads.agent IN ({marks}) AND NOT EXISTS (SELECT 1 FROM runs WHERE "
+                f"runs.thread_id = threads.thread_id AND "
+                f"(runs.agent IS NULL OR runs.agent NOT IN ({marks})))"
+            )
+            params += [*f.agents, *f.agents]
     if f.status is not None:
         conditions.append(f"{_LATEST_STATUS} = ?")
         params.append(f.status)

@@ -16,7 +16,7 @@ from typing import Any
 import orjson
 
 from recorder.errors import InputError, RunNotFound
-from recorder.store import EventStore, NewEvent, NewRun, Run
+from recorder.store import EventStore, NewEvent, NewRun, Run, ThreadFilter
 from recorder.store.model import IMPORT, RUNNING, STATUSES
 
 _BATCH = 1000
@@ -44,10 +44,13 @@ async def check_threads(store: EventStore, thread_ids: Sequence[str]) -> None:
         await store.get_thread(thread_id)
 
 
-async def export_lines(store: EventStore, thread_ids: Sequence[str]) -> AsyncIterator[bytes]:
-    """Every run of the threads (all threads when none are named), each with its events."""
+async def export_lines(
+    store: EventStore, thread_ids: Sequence[str], agents: tuple[str, ...] | None = None
+) -> AsyncIterator[bytes]:
+    """Every run of the threads (all threads when none are named: only those of ``agents``
+    when given), each with its events."""
     if not thread_ids:
-        thread_ids = await _all_threads(store)
+        thread_ids = await _all_threads(store, agents)
     for thread_id in thread_ids:
         for run in await store.list_runs(thread_id, inputs=True):
             yield orjson.dumps(_run_line(run)) + b"\n"
@@ -70,11 +73,11 @@ async def export_lines(store: EventStore, thread_ids: Sequence[str]) -> AsyncIte
                 done = page[-1].seq
 
 
-async def _all_threads(store: EventStore) -> list[str]:
+async def _all_threads(store: EventStore, agents: tuple[str, ...] | None) -> list[str]:
     ids: list[str] = []
     cursor = None
     while True:
-        page = await store.list_threads(limit=500, cursor=cursor)
+        page = await store.list_threads(ThreadFilter(agents=agents), limit=500, cursor=cursor)
         ids.extend(t.thread_id for t in page.items)
         if page.cursor is None:
             return ids

@@ -140,13 +140,15 @@ async def list_threads(
     text: str | None = None,
     limit: int = 50,
     cursor: str | None = None,
+    agents: tuple[str, ...] | None = None,
 ) -> dict[str, Any]:
+    """A page of threads; ``agents``: only threads all of whose runs went through them."""
     if status is not None and status not in RUN_STATUSES:
         raise InputError(f"status must be one of {', '.join(RUN_STATUSES)}")
     if not 1 <= limit <= 500:
         raise InputError(f"limit must be 1 to 500, got {limit}")
     filters = ThreadFilter(
-        agent, status, parse_time(since, "since"), parse_time(until, "until"), text
+        agent, status, parse_time(since, "since"), parse_time(until, "until"), text, agents
     )
     page = await store.list_threads(filters, limit=limit, cursor=cursor)
     return {"threads": [thread_view(t) for t in page.items], "nextCursor": page.cursor}
