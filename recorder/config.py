@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import tomllib
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -123,6 +124,86 @@ class TokenConfig(BaseModel):
         return value
 
 
+# Where a redaction rule applies. "messages": message text (streamed deltas, snapshots, the
+# posted messages); "tool_args" and "tool_results": a tool call's arguments and its result;
+# "state": state snapshots and deltas; "input": the whole posted RunAgentInput;
+# "everywhere": every string of every payload but its ids and types.
+Where = Literal["messages", "tool_args", "tool_results", "state", "input", "everywhere"]
+Detector = Literal["email", "phone", "card", "token", "ip"]
+# In the order "builtin" lists them: where two could match at one place, the first wins
+# (an IPv4 address is not read as a phone number).
+DETECTORS: tuple[Detector, ...] = ("email", "card", "token", "ip", "phone")
+_RULE_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+
+
+class RedactionRule(BaseModel):
+    """A built-in detector or a custom regular expression, and where it applies. A rule
+    may be given as a detector's name alone (``"email"``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    detector: Detector | None = None
+    pattern: str | None = None
+    where: tuple[Where, ...] = ("everywhere",)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shorthand(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return {"name": value, "detector": value}
+        if isinstance(value, dict) and "name" not in value and value.get("detector"):
+            return {**value, "name": value["detector"]}
+        return value
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> RedactionRule:
+        if not _RULE_NAME.fullmatch(self.name):
+            raise ValueError(f"rule name {self.name!r}: 1 to 64 of A-Z a-z 0-9 _ . -")
+        if (self.detector is None) == (self.pattern is None):
+            raise ValueError(f"rule {self.name!r}: give a detector or a pattern (one of them)")
+        if self.pattern is not None:
+            try:
+                compiled = re.compile(self.pattern)
+            except re.error as exc:
+                raise ValueError(f"rule {self.name!r}: pattern is not a regex ({exc})") from exc
+            if compiled.match(""):
+                raise ValueError(f"rule {self.name!r}: pattern matches the empty string")
+        if not self.where:
+            raise ValueError(f"rule {self.name!r}: where is empty")
+        return self
+
+
+class RedactionConfig(BaseModel):
+    """Redaction at record time: what is replaced by ``[REDACTED:<rule>]`` in the stored
+    bytes, and the key of the keyed hash kept of each original."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    rules: tuple[RedactionRule, ...] = ()
+    # HMAC-SHA256 key: with one, each redacted payload keeps a keyed hash of its original
+    # bytes, so that whoever holds an original can prove it is the one recorded.
+    key: str | None = None
+
+    @field_validator("rules", mode="before")
+    @classmethod
+    def _builtin(cls, value: Any) -> Any:
+        """``"builtin"`` (alone or in the list): every built-in detector, everywhere."""
+        if value == "builtin":
+            value = ["builtin"]
+        if isinstance(value, (list, tuple)) and "builtin" in value:
+            value = [r for r in value if r != "builtin"] + [d for d in DETECTORS if d not in value]
+        return value
+
+    @field_validator("rules")
+    @classmethod
+    def _unique(cls, value: tuple[RedactionRule, ...]) -> tuple[RedactionRule, ...]:
+        names = [rule.name for rule in value]
+        if len(set(names)) != len(names):
+            raise ValueError("rule names must be unique")
+        return value
+
+
 def parse_agents(specs: Any) -> dict[str, dict[str, Any]]:
     """Agents from ``NAME=URL`` specs (a list, or one comma-separated string), a JSON
     object, or a mapping of names to URLs or to tables; each as a plain table, so that
@@ -177,6 +258,7 @@ class Settings(BaseSettings):
     # The full-access token (in clear, as before); ``tokens`` adds named, scoped ones.
     api_token: str | None = None
     tokens: dict[str, TokenConfig] = Field(default_factory=dict)
+    redaction: RedactionConfig = Field(default_factory=RedactionConfig)
     # "commit": a frame reaches the client only once it is in the log (group commit).
     # "buffered": forward first, record right after (lower latency, may lose the tail on a crash).
     durability: Literal["commit", "buffered"] = "commit"

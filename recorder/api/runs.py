@@ -17,7 +17,15 @@ from recorder.api.deps import RuntimeDep
 from recorder.api.proxy_endpoint import header_value
 from recorder.api.views import ERRORS, JSON, SSE_HEADERS, EventStream, proxied_response, stream_doc
 from recorder.errors import InputError, NotFound
-from recorder.models import EventPage, ForkBody, ForkPlan, Run, State, Verification
+from recorder.models import (
+    EventPage,
+    ForkBody,
+    ForkPlan,
+    Run,
+    RunRedactions,
+    State,
+    Verification,
+)
 from recorder.proxy.proxy import Relay
 from recorder.timetravel import views
 from recorder.timetravel.fork import fork_request, plan_fork
@@ -68,6 +76,15 @@ async def verify_run(run_id: str, runtime: RuntimeDep, principal: PrincipalDep) 
     """The reference client's lifecycle checks over the run's recorded events."""
     await visible_run(runtime, principal, run_id)
     return JSON(await views.verify_run(runtime.store, run_id))
+
+
+@router.get("/runs/{run_id}/redactions", response_model=RunRedactions, response_class=JSON)
+async def run_redactions(run_id: str, runtime: RuntimeDep, principal: PrincipalDep) -> JSON:
+    """What redaction did to the run's stored input (seq -1) and events: the rules that
+    fired, and the keyed hash of each original when a redaction key is set."""
+    await runtime.store.get_run(run_id)
+    await visible_run(runtime, principal, run_id)
+    return JSON(views.redactions_view(run_id, await runtime.store.list_redactions(run_id)))
 
 
 @router.get(

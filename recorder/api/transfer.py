@@ -50,5 +50,7 @@ async def export(
 async def import_(request: Request, runtime: RuntimeDep) -> JSON:
     """Read an export (as `GET /export` writes it): runs already present take only the
     events they lack, so importing twice adds nothing."""
-    report = await import_lines(runtime.store, split_lines(request.stream()))
+    report = await import_lines(
+        runtime.store, split_lines(request.stream()), runtime.proxy.redactor
+    )
     return JSON(import_view(report))

@@ -32,6 +32,7 @@ from recorder.models import (
     Verification,
 )
 from recorder.proxy.proxy import Relay
+from recorder.redaction import Redactor
 from recorder.runtime import Runtime
 from recorder.store import EventStore, open_store
 from recorder.timetravel import views
@@ -206,7 +207,9 @@ class LocalBackend:
         self, data: bytes | Iterable[bytes] | AsyncIterable[bytes]
     ) -> ImportReport:
         lines = data.splitlines() if isinstance(data, bytes) else data
-        report = await import_lines(self.store, lines)
+        rules = self.settings.redaction
+        redactor = Redactor.from_config(rules) if rules.rules else None
+        report = await import_lines(self.store, lines, redactor)
         return ImportReport.model_validate(views.import_view(report))
 
 

@@ -20,6 +20,8 @@ from recorder.store.model import (
     NewEvent,
     NewRun,
     Page,
+    Redacted,
+    Redaction,
     Run,
     Thread,
     ThreadFilter,
@@ -186,6 +188,11 @@ class EventStore(Protocol):
         recorded here). Raises ``ThreadNotFound``."""
         ...
 
+    async def list_redactions(self, run_id: str) -> list[Redaction]:
+        """What redaction did to the run's stored input (seq -1) and events, by seq. An
+        unknown run has none (no error)."""
+        ...
+
     async def list_forks(self, thread_id: str) -> list[Thread]:
         """The threads that branched off a run of this thread (whose ``source`` is one of
         its runs), oldest first (by ``created_at``, then thread id). An unknown thread has
@@ -278,6 +285,8 @@ __all__ = [
     "NewEvent",
     "NewRun",
     "Page",
+    "Redacted",
+    "Redaction",
     "Run",
     "Thread",
     "ThreadFilter",

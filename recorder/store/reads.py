@@ -9,7 +9,7 @@ from typing import Any
 import orjson
 
 from recorder.errors import InputError, RunNotFound, ThreadNotFound
-from recorder.store.model import Page, Run, Thread, ThreadFilter, ThreadSource
+from recorder.store.model import Page, Redaction, Run, Thread, ThreadFilter, ThreadSource
 from recorder.store.statements import EVENT_COLUMNS, Body, Fetch, FetchEvents
 from recorder.wire.events import RecordedEvent
 
@@ -106,6 +106,19 @@ def get_thread(thread_id: str) -> Body[Thread]:
 def list_forks(thread_id: str) -> Body[list[Thread]]:
     rows = yield FORKS, (thread_id, thread_id)
     return [_thread(row) for row in rows]
+
+
+REDACTIONS = Fetch(
+    "SELECT run_id, seq, rules, original_mac, recorded_at FROM redactions WHERE run_id = ? "
+    "ORDER BY seq"
+)
+
+
+def list_redactions(run_id: str) -> Body[list[Redaction]]:
+    rows = yield REDACTIONS, (run_id,)
+    return [
+        Redaction(str(r[0]), int(r[1]), tuple(orjson.loads(r[2])), r[3], float(r[4])) for r in rows
+    ]
 
 
 def list_threads(filters: ThreadFilter, limit: int, cursor: str | None) -> Body[Page]:

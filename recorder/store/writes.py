@@ -30,6 +30,7 @@ from recorder.store.model import (
     Appended,
     NewEvent,
     NewRun,
+    Redacted,
     Run,
 )
 from recorder.store.reads import MAX_POSITION
@@ -57,6 +58,9 @@ INSERT_RUN = Execute(
     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 INSERT_INPUT = Execute("INSERT INTO run_inputs (run_id, input) VALUES (?, ?)")
+INSERT_REDACTION = Execute(
+    "INSERT INTO redactions (run_id, seq, rules, original_mac, recorded_at) VALUES (?, ?, ?, ?, ?)"
+)
 SET_SOURCE = Execute("UPDATE threads SET source_run_id = ?, source_seq = ? WHERE thread_id = ?")
 CLAIM = Fetch(
     "UPDATE runs SET event_count = event_count + ?, heartbeat_at = ? WHERE run_id = ? "
@@ -107,6 +111,8 @@ def create_run(run: NewRun) -> Body[Run]:
     yield INSERT_RUN, columns
     if run.input is not None:
         yield INSERT_INPUT, (run.run_id, run.input)
+        if run.input_redacted is not None:
+            yield INSERT_REDACTION, _redaction_row(run.run_id, -1, run.input_redacted, now)
     if created and parent is not None and not inferred and parent != run.run_id:
         # A new thread started from a given parent (a fork into a new thread): the thread
         # keeps the point it branched off at.
@@ -142,6 +148,7 @@ def append_batches(
     position = int(max_position or 0)
     now = time.time()
     rows: list[tuple[Any, ...]] = []
+    redacted: list[tuple[Any, ...]] = []
     results: list[list[Appended]] = []
     for run_id, events in batches:
         found = yield CLAIM, (len(events), now, run_id)
@@ -150,14 +157,25 @@ def append_batches(
         positions = range(position + 1, position + 1 + len(events))
         rows += [
             (at, thread_id, run_id, seq, _typed(kind), payload, now if when is None else when, how)
-            for at, seq, (payload, kind, how, when) in zip(positions, seqs, events, strict=True)
+            for at, seq, (payload, kind, how, when, _) in zip(positions, seqs, events, strict=True)
+        ]
+        redacted += [
+            _redaction_row(run_id, seq, event.redacted, now)
+            for seq, event in zip(seqs, events, strict=True)
+            if event.redacted is not None
         ]
         results.append(list(map(Appended._make, zip(seqs, positions, strict=True))))
         position += len(events)
     if rows:
         yield INSERT_EVENTS, rows
+        for row in redacted:
+            yield INSERT_REDACTION, row
         yield NOTIFY, ()
     return results
+
+
+def _redaction_row(run_id: str, seq: int, redacted: Redacted, now: float) -> tuple[Any, ...]:
+    return (run_id, seq, orjson.dumps(list(redacted.rules)).decode(), redacted.mac, now)
 
 
 def set_status(

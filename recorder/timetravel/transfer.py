@@ -16,7 +16,8 @@ from typing import Any
 import orjson
 
 from recorder.errors import InputError, RunNotFound
-from recorder.store import EventStore, NewEvent, NewRun, Run, ThreadFilter
+from recorder.redaction import RUN_INPUT, Redactor, redact_payload
+from recorder.store import EventStore, NewEvent, NewRun, Redacted, Run, ThreadFilter
 from recorder.store.model import IMPORT, RUNNING, STATUSES
 
 _BATCH = 1000
@@ -132,9 +133,13 @@ async def _each(lines: Iterable[bytes] | AsyncIterable[bytes]) -> AsyncIterator[
 
 
 async def import_lines(
-    store: EventStore, lines: Iterable[bytes] | AsyncIterable[bytes]
+    store: EventStore,
+    lines: Iterable[bytes] | AsyncIterable[bytes],
+    redactor: Redactor | None = None,
 ) -> ImportReport:
-    importer = _Importer(store)
+    """Import an export; with ``redactor``, inputs and events are redacted as the proxy
+    redacts what it records."""
+    importer = _Importer(store, redactor)
     number = 0
     try:
         async for raw in _each(lines):
@@ -160,8 +165,9 @@ def _parse(raw: bytes, number: int) -> dict[str, Any]:
 class _Importer:
     """Reads an export line by line: a run line opens a run, its event lines follow."""
 
-    def __init__(self, store: EventStore) -> None:
+    def __init__(self, store: EventStore, redactor: Redactor | None = None) -> None:
         self.store = store
+        self.redactor = redactor
         self.report = ImportReport()
         self.current: dict[str, Any] | None = None
         self.have = 0  # events the current run already holds
@@ -172,12 +178,12 @@ class _Importer:
         if kind == "run":
             await self.close_run()
             self.current = line
-            self.have = await _open_run(self.store, line, self.report)
+            self.have = await _open_run(self.store, line, self.report, self.redactor)
         elif kind == "event":
             if self.current is None or line.get("runId") != self.current["runId"]:
                 raise InputError(f"line {number}: an event outside its run")
             if int(line["seq"]) >= self.have:
-                self.pending.append(_event(line))
+                self.pending.append(_event(line, self.redactor))
                 if len(self.pending) >= _BATCH:
                     await self.flush()
         else:
@@ -209,17 +215,29 @@ class _Importer:
             )
 
 
-def _event(line: dict[str, Any]) -> NewEvent:
-    payload = _read_bytes(line, "payload")
+def _event(line: dict[str, Any], redactor: Redactor | None) -> NewEvent:
+    payload = _read_bytes(line, "payload") or b""
+    kind = line.get("type")
+    redacted = None
+    if redactor is not None:
+        result = redact_payload(kind if isinstance(kind, str) else None, payload, redactor)
+        payload, redacted = result.payload, _redacted(result.fired, result.mac)
     return NewEvent(
-        payload or b"",
-        line.get("type"),
+        payload,
+        kind,
         str(line.get("origin") or IMPORT),
         float(line["recordedAt"]) if line.get("recordedAt") is not None else None,
+        redacted,
     )
 
 
-async def _open_run(store: EventStore, line: dict[str, Any], report: ImportReport) -> int:
+def _redacted(fired: tuple[str, ...], mac: str | None) -> Redacted | None:
+    return Redacted(fired, mac) if fired else None
+
+
+async def _open_run(
+    store: EventStore, line: dict[str, Any], report: ImportReport, redactor: Redactor | None
+) -> int:
     try:
         existing = await store.get_run(line["runId"])
     except RunNotFound:
@@ -229,12 +247,17 @@ async def _open_run(store: EventStore, line: dict[str, Any], report: ImportRepor
         if existing.status != RUNNING:
             return 1 << 62  # complete already: take nothing more
         return existing.event_count
+    posted, input_redacted = _read_bytes(line, "input"), None
+    if redactor is not None and posted is not None:
+        result = redact_payload(RUN_INPUT, posted, redactor)
+        posted, input_redacted = result.payload, _redacted(result.fired, result.mac)
     await store.create_run(
         NewRun(
             run_id=line["runId"],
             thread_id=line["threadId"],
             agent=line.get("agent"),
-            input=_read_bytes(line, "input"),
+            input=posted,
+            input_redacted=input_redacted,
             parent_run_id=line.get("parentRunId"),
             parent_seq=line.get("parentSeq"),
             parent_inferred=bool(line.get("parentInferred")),

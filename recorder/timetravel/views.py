@@ -15,7 +15,7 @@ from typing import Any
 from recorder.errors import InputError
 from recorder.models import RUN_STATUSES, ForkPlan
 from recorder.reference.check import verify_frames
-from recorder.store import EventStore, Run, Thread, ThreadFilter
+from recorder.store import EventStore, Redaction, Run, Thread, ThreadFilter
 from recorder.timetravel.fork import ForkPlan as Plan
 from recorder.timetravel.history import History
 from recorder.timetravel.transfer import ImportReport
@@ -293,4 +293,19 @@ def verification(run_id: str | None, frames: list[bytes]) -> dict[str, Any]:
         "eventCount": len(frames),
         "ok": not found,
         "violations": [{"index": v.index, "type": v.type, "message": v.message} for v in found],
+    }
+
+
+def redactions_view(run_id: str, redactions: list[Redaction]) -> dict[str, Any]:
+    return {
+        "runId": run_id,
+        "redactions": [
+            {
+                "seq": r.seq,
+                "rules": list(r.rules),
+                "originalMac": r.mac,
+                "recordedAt": moment(r.recorded_at),
+            }
+            for r in redactions
+        ],
     }
