@@ -39,6 +39,7 @@ async def test_upgrade_downgrade_upgrade_without_drift(db_url: str) -> None:
                 "run_inputs",
                 "events",
                 "checkpoints",
+                "redactions",
             }
             assert await conn.run_sync(_diff) == []
         async with engine.begin() as conn:
