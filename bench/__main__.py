@@ -21,7 +21,18 @@ from collections.abc import Awaitable, Callable
 from dataclasses import asdict
 from pathlib import Path
 
-from bench import fold, inprocess, peers, proxy, replay, state, store, telemetry, ttfe
+from bench import (
+    fold,
+    inprocess,
+    peers,
+    proxy,
+    redaction,
+    replay,
+    state,
+    store,
+    telemetry,
+    ttfe,
+)
 from bench.context import Context, Plan, Postgres
 from bench.report import Row, machine, machine_line, table, write_json
 from bench.servers import ServerPool
@@ -39,8 +50,10 @@ BENCHMARKS: dict[str, tuple[Benchmark, str]] = {
     "peers": (peers.run, "vs LangGraph's checkpointers: write, read at a point, size"),
     "inprocess": (inprocess.run, "in-process recording vs the app alone and vs the proxy"),
     "telemetry": (telemetry.run, "the proxy with its Prometheus metrics on vs off"),
+    "redaction": (redaction.run, "the proxy with the built-in redaction rules on vs off"),
 }
-HTTP = {"proxy", "ttfe", "replay", "inprocess", "telemetry"}  # share one set of servers
+# These share one set of servers.
+HTTP = {"proxy", "ttfe", "replay", "inprocess", "telemetry", "redaction"}
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:

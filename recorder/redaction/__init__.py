@@ -65,6 +65,8 @@ class Redactor:
             text = data.decode("utf-8", "replace")
             new_text = matcher.sub(text, fired) if matcher is not None else text
             return self._result(data, new_text.encode() if fired else None, fired), None
+        if engine.quiet(kind, obj, self.rules) or self.rules.clean(data):
+            return Result(data, ()), obj
         new = engine.event(self.rules, kind, obj, fired)
         return self._result(data, dump(new, exact=True) if fired else None, fired), new
 

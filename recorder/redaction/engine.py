@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from recorder.config import RedactionRule
-from recorder.redaction.detectors import CHECKS, PATTERNS
+from recorder.redaction.detectors import BITS, CHECKS, PATTERNS, features
 
 MESSAGES, TOOL_ARGS, TOOL_RESULTS, STATE, INPUT, EVERYWHERE = (
     "messages",
@@ -75,13 +75,15 @@ def replacement(rule: str) -> str:
 @dataclass(frozen=True)
 class _Rule:
     name: str
+    source: str
     regex: re.Pattern[str]
     check: Callable[[str], bool] | None
+    bit: int  # the detector's bit in ``features`` (0: a custom rule, always searched)
 
 
 def _source(rule: RedactionRule) -> str:
-    if rule.detector is not None:
-        return PATTERNS[rule.detector]
+    if rule.detector is not None:  # ASCII: the digits ``features`` looks for
+        return f"(?a:{PATTERNS[rule.detector]})"
     pattern = rule.pattern or ""
     flags = _GLOBAL_FLAGS.match(pattern)
     if flags:  # (?i) at the start: scoped to the rule, as it is joined with others
@@ -89,53 +91,22 @@ def _source(rule: RedactionRule) -> str:
     return pattern
 
 
-class Matcher:
-    """Some rules, searched for at once."""
+class _Search:
+    """Some rules joined into one alternation."""
 
-    def __init__(self, rules: Sequence[RedactionRule]) -> None:
-        self.rules = [
-            _Rule(
-                r.name,
-                re.compile(_source(r)),
-                CHECKS.get(r.detector) if r.detector is not None else None,
-            )
-            for r in rules
-        ]
-        self._groups = [f"r{i}" for i in range(len(self.rules))]
-        joined = "|".join(
-            f"(?P<{g}>{_source(r)})" for g, r in zip(self._groups, rules, strict=True)
-        )
+    def __init__(self, rules: list[_Rule]) -> None:
+        self.rules = rules
         try:
-            self._any: re.Pattern[str] | None = re.compile(joined) if rules else None
+            joined: re.Pattern[str] | None = re.compile("|".join(f"(?:{r.source})" for r in rules))
         except re.error:  # a custom pattern that cannot be joined (a numbered backreference)
-            self._any = None
-        self.search = self._any.search if self._any is not None else self._search_each
+            joined = None
+        self.search = joined.search if joined is not None else self._search_each
 
     def _search_each(self, text: str, pos: int = 0) -> re.Match[str] | None:
         found = [m for r in self.rules if (m := r.regex.search(text, pos))]
         return min(found, key=lambda m: m.start()) if found else None
 
-    def sub(self, text: str, fired: set[str]) -> str:
-        """``text`` with every match replaced; the rules that fired are added to ``fired``."""
-        match = self.search(text)
-        if match is None:
-            return text
-        out: list[str] = []
-        done = 0
-        while match is not None:
-            hit = self._accepted(text, match.start())
-            if hit is None:
-                match = self.search(text, match.start() + 1)
-                continue
-            name, end = hit
-            out += [text[done : match.start()], replacement(name)]
-            fired.add(name)
-            done = end
-            match = self.search(text, end) if end > match.start() else None
-        out.append(text[done:])
-        return "".join(out)
-
-    def _accepted(self, text: str, at: int) -> tuple[str, int] | None:
+    def accepted(self, text: str, at: int) -> tuple[str, int] | None:
         """The first rule (in order) that matches at ``at`` and passes its check."""
         for rule in self.rules:
             m = rule.regex.match(text, at)
@@ -146,25 +117,123 @@ class Matcher:
         return None
 
 
+class Matcher:
+    """Some rules, searched for at once: only those whose detector could match the string
+    (``features``), with every custom rule."""
+
+    def __init__(self, rules: Sequence[RedactionRule]) -> None:
+        self.rules = [
+            _Rule(
+                r.name,
+                _source(r),
+                re.compile(_source(r)),
+                CHECKS.get(r.detector) if r.detector is not None else None,
+                BITS[r.detector] if r.detector is not None else 0,
+            )
+            for r in rules
+        ]
+        self._bits = 0
+        for rule in self.rules:
+            self._bits |= rule.bit
+        self._custom = any(rule.bit == 0 for rule in self.rules)
+        # Only detectors: a string none of whose ``features`` they need is left as it is.
+        self.bits = 0 if self._custom else self._bits
+        self._searches: dict[int, _Search] = {}
+
+    def _search(self, bits: int) -> _Search:
+        search = self._searches.get(bits)
+        if search is None:
+            chosen = [r for r in self.rules if r.bit == 0 or r.bit & bits]
+            search = self._searches[bits] = _Search(chosen)
+        return search
+
+    def sub(self, text: str, fired: set[str]) -> str:
+        """``text`` with every match replaced; the rules that fired are added to ``fired``."""
+        bits = features(text) & self._bits if self._bits else 0
+        if not bits and not self._custom:
+            return text
+        search = self._search(bits)
+        match = search.search(text)
+        if match is None:
+            return text
+        out: list[str] = []
+        done = 0
+        while match is not None:
+            hit = search.accepted(text, match.start())
+            if hit is None:
+                match = search.search(text, match.start() + 1)
+                continue
+            name, end = hit
+            out += [text[done : match.start()], replacement(name)]
+            fired.add(name)
+            done = end
+            match = search.search(text, end) if end > match.start() else None
+        out.append(text[done:])
+        return "".join(out)
+
+
+# Event types whose data is one string field: checked without walking the event.
+_SINGLE: dict[str, tuple[str, str, frozenset[str]]] = {
+    kind: (field, data_kind, SKIP | {field})
+    for kind, fields in FIELDS.items()
+    for field, data_kind in fields.items()
+    if kind.endswith(("_CONTENT", "_CHUNK", "_ARGS", "_RESULT"))
+}
+# A payload at least this long is first looked at whole (``Rules.clean``).
+_LARGE = 1024
+
+
+def quiet(kind: str | None, obj: dict[str, Any], rules: Rules) -> bool:
+    """True when the event certainly needs nothing: one string field (a text delta, a tool
+    call's arguments) in which no detector of its rules could match. The proxy's common
+    case, decided in well under a microsecond."""
+    if obj.keys() <= SKIP:  # (TEXT_MESSAGE_START, TOOL_CALL_END...: ids and names only)
+        return True
+    single = _SINGLE.get(kind or "")
+    if single is None or not obj.keys() <= single[2]:
+        return False
+    value = obj.get(single[0])
+    if type(value) is not str:
+        return value is None
+    matcher = rules.matcher(single[1])
+    return matcher is None or (matcher.bits != 0 and not features(value) & matcher.bits)
+
+
 class Rules:
     """A rule set, compiled once: the matcher for each kind of data (and combination of
     kinds), made when first needed."""
 
     def __init__(self, rules: Iterable[RedactionRule]) -> None:
         self.rules = tuple(rules)
-        self._matchers: dict[frozenset[str], Matcher | None] = {}
+        self._matchers: dict[tuple[str, ...], Matcher | None] = {}
+        # The detectors of the rules, when every rule is a detector (none is a pattern).
+        self.bits = 0
+        if all(r.detector is not None for r in self.rules):
+            for r in self.rules:
+                self.bits |= BITS[r.detector or ""]
+
+    def clean(self, data: bytes) -> bool:
+        """True when no rule can match any string of the JSON ``data``: its strings (keys
+        too), read off the raw bytes, hold nothing any detector needs. Only for a large
+        payload with no escape in it (an escaped quote would misplace the strings), and only
+        when every rule is a detector (a pattern is not known by its needs)."""
+        if not self.bits or len(data) < _LARGE or b"\\" in data:
+            return False
+        strings = b"\x00".join(data.split(b'"')[1::2]).decode("utf-8", "replace")
+        return not features(strings) & self.bits
 
     def __bool__(self) -> bool:
         return bool(self.rules)
 
     def matcher(self, *kinds: str) -> Matcher | None:
         """The rules that apply to data of any of ``kinds`` (and those for everywhere)."""
-        key = frozenset(kinds)
-        if key not in self._matchers:
-            wanted = key | {EVERYWHERE}
+        try:
+            return self._matchers[kinds]
+        except KeyError:
+            wanted = {*kinds, EVERYWHERE}
             chosen = [r for r in self.rules if wanted & set(r.where)]
-            self._matchers[key] = Matcher(chosen) if chosen else None
-        return self._matchers[key]
+            found = self._matchers[kinds] = Matcher(chosen) if chosen else None
+            return found
 
 
 def deep(value: Any, matcher: Matcher | None, fired: set[str]) -> Any:
@@ -201,6 +270,15 @@ def _fields(
 
 def event(rules: Rules, kind: str | None, obj: dict[str, Any], fired: set[str]) -> Any:
     """The event ``obj`` (of type ``kind``) redacted; ``obj`` itself when nothing fired."""
+    single = _SINGLE.get(kind or "")
+    if single is not None and obj.keys() <= single[2]:  # (the common case: a text delta)
+        field, data_kind, _ = single
+        value = obj.get(field)
+        matcher = rules.matcher(data_kind)
+        if matcher is None or value is None:
+            return obj
+        new = matcher.sub(value, fired) if type(value) is str else deep(value, matcher, fired)
+        return obj if new is value else {**obj, field: new}
     fields = FIELDS.get(kind or "", {})
     base = (EVERYWHERE,)
     changed: dict[str, Any] = {}
