@@ -103,7 +103,7 @@ class Segment:
         kind = obj.get("type")
         kind = kind if isinstance(kind, str) else None
         event = NewEvent(data, kind)
-        if redactor is not None:
+        if redactor is not None and not redactor.quiet(kind, obj):
             result, stored = redactor.event(kind, obj, data)
             if result.fired and stored is not None:
                 obj = stored  # (what the summary keeps, too)

@@ -21,6 +21,7 @@ from typing import Any, NamedTuple
 
 from recorder.config import RedactionConfig, RedactionRule
 from recorder.redaction import engine
+from recorder.redaction.detectors import features
 from recorder.redaction.engine import MESSAGES, Rules, replacement
 from recorder.wire.jsontext import dump, parse
 
@@ -41,6 +42,10 @@ class Redactor:
     def __init__(self, rules: Iterable[RedactionRule], key: str | bytes | None = None) -> None:
         self.rules = Rules(rules)
         self._key = key.encode() if isinstance(key, str) else key
+        # For each event type whose data is one string field: that field, the keys such an
+        # event may have besides it, and the detectors that apply to it (0: not decided
+        # here, as a custom pattern applies).
+        self._plans = engine.plans(self.rules)
 
     @classmethod
     def from_config(cls, config: RedactionConfig) -> Redactor:
@@ -65,10 +70,19 @@ class Redactor:
             text = data.decode("utf-8", "replace")
             new_text = matcher.sub(text, fired) if matcher is not None else text
             return self._result(data, new_text.encode() if fired else None, fired), None
-        if engine.quiet(kind, obj, self.rules) or self.rules.clean(data):
+        if self.quiet(kind, obj) or engine.quiet(kind, obj, self.rules) or self.rules.clean(data):
             return Result(data, ()), obj
         new = engine.event(self.rules, kind, obj, fired)
         return self._result(data, dump(new, exact=True) if fired else None, fired), new
+
+    def quiet(self, kind: str | None, obj: dict[str, Any]) -> bool:
+        """True when the event certainly needs nothing, decided in a few hundred
+        nanoseconds for a text delta: the proxy asks this of every event first."""
+        plan = self._plans.get(kind)  # type: ignore[arg-type]
+        if plan is None or not obj.keys() <= plan[1]:
+            return False
+        value = obj.get(plan[0])
+        return type(value) is str and not features(value) & plan[2]
 
     def run_input(self, body: bytes, posted: dict[str, Any]) -> tuple[Result, dict[str, Any]]:
         """A posted RunAgentInput (``body``, decoded as ``posted``) and the input as stored."""

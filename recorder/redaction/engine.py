@@ -183,6 +183,19 @@ _SINGLE: dict[str, tuple[str, str, frozenset[str]]] = {
 _LARGE = 1024
 
 
+def plans(rules: Rules) -> dict[str, tuple[str, frozenset[str], int]]:
+    """For each single-field event type whose rules are detectors only: the field, the keys
+    the event may hold, and the detectors' bits (``Redactor.quiet``)."""
+    found: dict[str, tuple[str, frozenset[str], int]] = {}
+    for kind, (field, data_kind, allowed) in _SINGLE.items():
+        matcher = rules.matcher(data_kind)
+        if matcher is None:  # no rule for this data: nothing to look for
+            found[kind] = (field, allowed, 0)
+        elif matcher.bits:
+            found[kind] = (field, allowed, matcher.bits)
+    return found
+
+
 def quiet(kind: str | None, obj: dict[str, Any], rules: Rules) -> bool:
     """True when the event certainly needs nothing: one string field (a text delta, a tool
     call's arguments) in which no detector of its rules could match. The proxy's common
