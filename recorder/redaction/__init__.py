@@ -105,11 +105,22 @@ def redact_payload(
     event_type: str | None,
     payload: bytes,
     rules: Redactor | Iterable[RedactionRule],
+) -> tuple[bytes, tuple[str, ...]]:
+    """``payload`` (an event of ``event_type``, or a posted input: ``RUN_INPUT``) with the
+    rules applied, and the rules that fired; the very bytes when none did. The keyed hash
+    of the original is ``Redactor.mac(payload)`` (or ``redact``'s result)."""
+    result = redact(event_type, payload, rules)
+    return result.payload, result.fired
+
+
+def redact(
+    event_type: str | None,
+    payload: bytes,
+    rules: Redactor | Iterable[RedactionRule],
     *,
     key: str | bytes | None = None,
 ) -> Result:
-    """``payload`` (an event of ``event_type``, or a posted input: ``RUN_INPUT``) with the
-    rules applied: ``(new_bytes, fired_rules, mac)``; the very bytes when nothing fired."""
+    """``redact_payload`` with the keyed hash of the original: ``(new_bytes, fired, mac)``."""
     redactor = rules if isinstance(rules, Redactor) else Redactor(rules, key)
     try:
         obj = parse(payload)
@@ -122,4 +133,4 @@ def redact_payload(
     return redactor.event(event_type, obj, payload)[0]
 
 
-__all__ = ["RUN_INPUT", "Redactor", "Result", "redact_payload", "replacement"]
+__all__ = ["RUN_INPUT", "Redactor", "Result", "redact", "redact_payload", "replacement"]

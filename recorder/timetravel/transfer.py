@@ -16,7 +16,7 @@ from typing import Any
 import orjson
 
 from recorder.errors import InputError, RunNotFound
-from recorder.redaction import RUN_INPUT, Redactor, redact_payload
+from recorder.redaction import RUN_INPUT, Redactor, redact
 from recorder.store import EventStore, NewEvent, NewRun, Redacted, Run, ThreadFilter
 from recorder.store.model import IMPORT, RUNNING, STATUSES
 
@@ -220,7 +220,7 @@ def _event(line: dict[str, Any], redactor: Redactor | None) -> NewEvent:
     kind = line.get("type")
     redacted = None
     if redactor is not None:
-        result = redact_payload(kind if isinstance(kind, str) else None, payload, redactor)
+        result = redact(kind if isinstance(kind, str) else None, payload, redactor)
         payload, redacted = result.payload, _redacted(result.fired, result.mac)
     return NewEvent(
         payload,
@@ -249,7 +249,7 @@ async def _open_run(
         return existing.event_count
     posted, input_redacted = _read_bytes(line, "input"), None
     if redactor is not None and posted is not None:
-        result = redact_payload(RUN_INPUT, posted, redactor)
+        result = redact(RUN_INPUT, posted, redactor)
         posted, input_redacted = result.payload, _redacted(result.fired, result.mac)
     await store.create_run(
         NewRun(

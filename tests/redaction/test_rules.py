@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from recorder.config import RedactionConfig, RedactionRule
-from recorder.redaction import RUN_INPUT, Redactor, redact_payload
+from recorder.redaction import RUN_INPUT, Redactor, redact, redact_payload
 from recorder.redaction.detectors import luhn
 
 BUILTIN = RedactionConfig(rules="builtin").rules
@@ -22,7 +22,7 @@ def text_event(delta: str) -> bytes:
 
 
 def redacted_delta(delta: str, rules: Any = BUILTIN) -> tuple[str, tuple[str, ...]]:
-    result = redact_payload("TEXT_MESSAGE_CONTENT", text_event(delta), rules)
+    result = redact("TEXT_MESSAGE_CONTENT", text_event(delta), rules)
     return json.loads(result.payload)["delta"], result.fired
 
 
@@ -68,7 +68,7 @@ def test_each_detector_finds_its_kind(text: str, rule: str) -> None:
 )
 def test_ordinary_text_is_left_alone(text: str) -> None:
     payload = text_event(text)
-    result = redact_payload("TEXT_MESSAGE_CONTENT", payload, BUILTIN)
+    result = redact("TEXT_MESSAGE_CONTENT", payload, BUILTIN)
     assert result.fired == () and result.payload is payload and result.mac is None, result
 
 
@@ -86,7 +86,7 @@ def test_the_stored_frame_stays_valid_json_with_the_rest_unchanged() -> None:
         "role": "tool",
         "n": 12345678901234567890123,  # past 64 bits: a double, as JSON.parse reads it
     }
-    result = redact_payload("TOOL_CALL_RESULT", json.dumps(event).encode(), BUILTIN, key="k")
+    result = redact("TOOL_CALL_RESULT", json.dumps(event).encode(), BUILTIN, key="k")
     stored = json.loads(result.payload)
     assert stored == {
         **event,
@@ -98,12 +98,12 @@ def test_the_stored_frame_stays_valid_json_with_the_rest_unchanged() -> None:
 
 def test_the_keyed_hash_proves_the_original() -> None:
     original = text_event("mail me: a@b.io")
-    result = redact_payload("TEXT_MESSAGE_CONTENT", original, BUILTIN, key="audit-key")
+    result = redact("TEXT_MESSAGE_CONTENT", original, BUILTIN, key="audit-key")
     assert result.mac == hmac.new(b"audit-key", original, hashlib.sha256).hexdigest()
     other = text_event("mail me: c@d.io")
     assert result.mac != hmac.new(b"audit-key", other, hashlib.sha256).hexdigest()
     # The same bytes redacted again without a key: no hash.
-    assert redact_payload("TEXT_MESSAGE_CONTENT", original, BUILTIN).mac is None
+    assert redact("TEXT_MESSAGE_CONTENT", original, BUILTIN).mac is None
 
 
 def test_rules_apply_where_they_are_scoped() -> None:
@@ -114,14 +114,14 @@ def test_rules_apply_where_they_are_scoped() -> None:
     redactor = Redactor(rules)
 
     def fired(kind: str, event: dict[str, Any]) -> tuple[str, ...]:
-        return redact_payload(kind, json.dumps({"type": kind, **event}).encode(), redactor).fired
+        return redact(kind, json.dumps({"type": kind, **event}).encode(), redactor).fired
 
     assert fired("TOOL_CALL_ARGS", {"toolCallId": "c", "delta": '{"t":"TCK-1234"}'}) == ("ticket",)
     assert fired("TEXT_MESSAGE_CONTENT", {"messageId": "m", "delta": "TCK-1234 hunter2"}) == ()
     assert fired("STATE_SNAPSHOT", {"snapshot": {"pw": ["hunter2"]}}) == ("secret",)
     assert fired("TOOL_CALL_RESULT", {"toolCallId": "c", "content": "hunter2"}) == ("secret",)
     patch = [{"op": "add", "path": "/hunter2", "value": {"k": "hunter2"}}]
-    out = redact_payload(
+    out = redact(
         "STATE_DELTA", json.dumps({"type": "STATE_DELTA", "delta": patch}).encode(), redactor
     )
     # The value a patch writes is redacted; its path is not (it would point elsewhere).
@@ -145,7 +145,7 @@ def test_rules_apply_where_they_are_scoped() -> None:
             {"id": "t", "role": "tool", "toolCallId": "c", "content": "hunter2"},
         ]
     }
-    out = redact_payload(
+    out = redact(
         "MESSAGES_SNAPSHOT",
         json.dumps({"type": "MESSAGES_SNAPSHOT", **snapshot}).encode(),
         redactor,
@@ -168,7 +168,7 @@ def test_a_posted_input_is_redacted_by_its_parts_and_as_a_whole() -> None:
         "state": {"acct": "ACCT-12"},
         "forwardedProps": {"note": "ACCT-3 c@d.com"},
     }
-    result = redact_payload(RUN_INPUT, json.dumps(posted).encode(), rules)
+    result = redact(RUN_INPUT, json.dumps(posted).encode(), rules)
     stored = json.loads(result.payload)
     assert stored["threadId"] == "a@b.com"
     assert stored["messages"][0]["content"] == "I am [REDACTED:email], [REDACTED:acct]"
@@ -187,7 +187,7 @@ def test_a_secret_split_across_deltas_is_not_caught_in_the_deltas() -> None:
 
 
 def test_a_frame_that_is_not_json_is_redacted_as_text() -> None:
-    result = redact_payload("TEXT_MESSAGE_CONTENT", b"not json a@b.com", BUILTIN)
+    result = redact("TEXT_MESSAGE_CONTENT", b"not json a@b.com", BUILTIN)
     assert result.payload == b"not json [REDACTED:email]" and result.fired == ("email",)
 
 
@@ -212,3 +212,14 @@ def test_rule_settings_are_checked() -> None:
         "ip",
         "phone",
     ]
+
+
+def test_redact_payload_answers_the_new_bytes_and_the_rules_that_fired() -> None:
+    original = text_event("mail a@b.io from 10.0.0.1")
+    new, fired = redact_payload("TEXT_MESSAGE_CONTENT", original, BUILTIN)
+    assert fired == ("email", "ip")
+    assert json.loads(new)["delta"] == "mail [REDACTED:email] from [REDACTED:ip]"
+    same, none = redact_payload("TEXT_MESSAGE_CONTENT", text_event("nothing"), BUILTIN)
+    assert none == () and json.loads(same)["delta"] == "nothing"
+    redactor = Redactor(BUILTIN, key="k")
+    assert redactor.mac(original) == hmac.new(b"k", original, hashlib.sha256).hexdigest()
