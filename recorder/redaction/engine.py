@@ -179,8 +179,6 @@ _SINGLE: dict[str, tuple[str, str, frozenset[str]]] = {
     for field, data_kind in fields.items()
     if kind.endswith(("_CONTENT", "_CHUNK", "_ARGS", "_RESULT"))
 }
-# A payload at least this long is first looked at whole (``Rules.clean``).
-_LARGE = 1024
 
 
 def plans(rules: Rules) -> dict[str, tuple[str, frozenset[str], int]]:
@@ -227,13 +225,16 @@ class Rules:
 
     def clean(self, data: bytes) -> bool:
         """True when no rule can match any string of the JSON ``data``: its strings (keys
-        too), read off the raw bytes, hold nothing any detector needs. Only for a large
-        payload with no escape in it (an escaped quote would misplace the strings), and only
-        when every rule is a detector (a pattern is not known by its needs)."""
-        if not self.bits or len(data) < _LARGE or b"\\" in data:
+        too, but not its type, which comes first), read off the raw bytes, hold nothing any
+        detector needs. Only for a payload with no escape in it (an escaped quote would
+        misplace the strings), and only when every rule is a detector (a pattern is not
+        known by its needs)."""
+        if not self.bits or b"\\" in data:
             return False
-        strings = b"\x00".join(data.split(b'"')[1::2]).decode("utf-8", "replace")
-        return not features(strings) & self.bits
+        strings = data.split(b'"')[1::2]
+        if strings[:1] == [b"type"]:
+            del strings[:2]
+        return not features(b"\x00".join(strings).decode("utf-8", "replace")) & self.bits
 
     def __bool__(self) -> bool:
         return bool(self.rules)
