@@ -23,12 +23,20 @@ import orjson
 from starlette.datastructures import Headers
 from starlette.types import Receive, Scope, Send
 
-from recorder.api.access import check_agent, check_scope, forwardable, principal_for
+from recorder.api.access import (
+    Principal,
+    check_agent,
+    check_scope,
+    forwardable,
+    principal_for,
+    visible_thread,
+)
 from recorder.api.deps import internal_error, status_for
 from recorder.api.views import SSE_HEADERS
-from recorder.errors import BodyTooLarge
+from recorder.errors import BodyTooLarge, Forbidden, ThreadNotFound
 from recorder.proxy.legs import AgentLeg
 from recorder.proxy.proxy import Relay, Stream
+from recorder.proxy.request import parse_run_input
 from recorder.runtime import Runtime
 
 _SSE_HEAD = [(b"content-type", b"text/event-stream")] + [
@@ -57,11 +65,14 @@ async def serve_run(
         leg = leg or runtime.proxy.upstream(name)  # 404 before reading the body
         headers: Mapping[str, str] = Headers(scope=scope)
         agent = runtime.settings.agents.get(name)
+        limited = None
         if agent is not None and agent.require_token:
-            headers = check_run_token(runtime, name, scope, headers)
+            headers, limited = check_run_token(runtime, name, scope, headers)
         body = await read_body(scope, receive, runtime.settings.max_body_bytes)
         if body is None:
             return  # the client left before its request was read: nothing to do
+        if limited is not None:
+            await joinable_thread(runtime, limited, body)
         result = await runtime.proxy.start(name, body, headers, leg=leg)
     except Exception as exc:
         status = status_for(exc)
@@ -79,14 +90,30 @@ async def serve_run(
 
 def check_run_token(
     runtime: Runtime, name: str, scope: Scope, headers: Mapping[str, str]
-) -> Mapping[str, str]:
+) -> tuple[Mapping[str, str], Principal | None]:
     """The agent asks for a token: one with the ``run`` scope that covers it. The headers
-    to forward are returned without it."""
+    to forward are returned without it, with the principal when it is limited to agents."""
     query = parse_qs(scope.get("query_string", b"").decode("latin-1")).get("token", [None])[0]
     principal = principal_for(runtime.settings, scope, query)
     check_scope(principal, "run")
     check_agent(principal, name)
-    return forwardable(headers, principal)
+    return forwardable(headers, principal), principal if principal.agents is not None else None
+
+
+async def joinable_thread(runtime: Runtime, principal: Principal, body: bytes) -> None:
+    """A token limited to agents runs on a new thread or one of its own, never on a thread
+    another agent's runs are in (it would add to what it may not read)."""
+    posted = parse_run_input(body, runtime.settings.max_body_bytes)
+    try:
+        await visible_thread(runtime, principal, posted["threadId"])
+    except ThreadNotFound:
+        try:
+            await runtime.store.get_thread(posted["threadId"])
+        except ThreadNotFound:
+            return  # a new thread
+        raise Forbidden(
+            f"token {principal.name!r} may not run on thread {posted['threadId']!r}"
+        ) from None
 
 
 async def read_body(scope: Scope, receive: Receive, limit: int) -> bytes | None:

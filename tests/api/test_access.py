@@ -245,8 +245,17 @@ async def test_the_proxy_asks_a_guarded_agent_for_a_run_token_and_never_forwards
     assert "x-recorder-token" not in second and "x-recorder-token" not in third
     for headers in upstream.seen:
         assert not any(secret in v or FULL in v for v in headers.values())
+    # A token limited to a runs on new threads and a's own, not on one b's runs are in.
+    joined = await client.post(
+        "/agents/a",
+        json={"threadId": "tm", "runId": "rx", "messages": []},
+        headers=bearer("a-runner"),
+    )
+    assert joined.status_code == 403 and "thread 'tm'" in joined.json()["detail"]
+    assert len(upstream.seen) == 3
+    await record(client, "a", "ta", "ra2", "again", bearer("a-runner"))
     # The full-access token runs any guarded agent.
-    await record(client, "b", "tp2", "rp3", "hi", bearer("full"))
+    await record(client, "b", "tm", "rp3", "hi", bearer("full"))
     assert (await client.get("/runs/rp3", headers=bearer("full"))).json()["status"] == "finished"
 
 
