@@ -7,8 +7,9 @@ that capture, no anchors but lookarounds), so that a string is searched once for
 Searching a string costs about 40 ns a character per pattern that does not begin with a
 literal; nearly every string holds nothing to redact. So ``features`` first tells, with a
 few substring tests (tens of nanoseconds each), which detectors could match at all: an
-email needs an ``@``, a card, phone or IPv4 address a digit, an IPv6 address a digit or a
-colon, a token one of its prefixes. Only those are searched for.
+email needs an ``@``, a card a digit, a phone number a digit beside a space, a dash, a
+``+`` or a bracket, an IPv4 address two dots between digits, an IPv6 address a colon beside
+a hex digit or another colon, a token one of its prefixes. Only those are searched for.
 """
 
 from __future__ import annotations
@@ -25,11 +26,11 @@ EMAIL = r"(?<![A-Za-z0-9._%+-])[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+
 # code or separators between groups (a bare run of digits is far more often an id, a count
 # or a timestamp than a phone number). 9 to 15 digits, checked after the match; never a
 # part of a longer group of numbers (a card that failed its check is not a phone).
-_GROUPS = r"(?:[ .-]\d{2,4}){1,4}(?!\w)(?![ .-]\d)"
+_GROUPS = r"(?:[ -]\d{2,4}){1,4}(?!\w)(?![ -]\d)"
 PHONE = (  # (each branch begins with the character it needs: searched fast)
-    rf"\+(?<![\w+]\+)\d{{1,3}}[ .-]?(?:\(\d{{1,4}}\)[ .-]?)?\d{{2,4}}{_GROUPS}"
-    rf"|\((?<![\w+]\()\d{{1,4}}\)[ .-]?\d{{2,4}}{_GROUPS}"
-    rf"|\d(?<![\w+]\d)(?<!\d[ .-]\d)\d{{1,3}}{_GROUPS}"
+    rf"\+(?<![\w+]\+)\d{{1,3}}[ -]?(?:\(\d{{1,4}}\)[ -]?)?\d{{2,4}}{_GROUPS}"
+    rf"|\((?<![\w+]\()\d{{1,4}}\)[ -]?\d{{2,4}}{_GROUPS}"
+    rf"|\d(?<![\w+]\d)(?<!\d[ -]\d)\d{{1,3}}{_GROUPS}"
     r"|\+(?<![\w+]\+)\d{8,14}(?!\w)"
 )
 
@@ -38,7 +39,6 @@ PHONE = (  # (each branch begins with the character it needs: searched fast)
 CARD = r"\d(?<![\d.,-]\d)(?:[ -]?\d){12,18}(?!\d)(?![.,]\d)"
 
 BITS: dict[str, int] = {"email": 1, "card": 2, "phone": 4, "ip": 8, "token": 16}
-_DIGITS = BITS["card"] | BITS["phone"] | BITS["ip"]
 
 # Bearer credentials and the common API key shapes: OpenAI/Anthropic (sk-), GitHub
 # (ghp_, gho_, ghu_, ghs_, ghr_, github_pat_), GitLab (glpat-), AWS access keys (AKIA,
@@ -84,6 +84,16 @@ _TOKEN_PREFIX = re.compile(
 )
 
 
+# What a phone number, an IPv4 or an IPv6 address cannot do without: looked for only in a
+# string that has a digit (or a colon), so that JSON numbers in text (0.0910377069570938)
+# are searched for cards alone.
+# (One character class first in each: the search then skips to the digits.)
+_PHONE_HINT = re.compile(r"\d[ -]\d")
+_PHONE_OPENING = re.compile(r"[+(]\d")
+_IPV4_HINT = re.compile(r"\d\.\d{1,3}\.\d")
+_IPV6_HINT = re.compile(r"[0-9A-Fa-f]:|::")
+
+
 def features(s: str) -> int:
     """The detectors (``BITS``) that could match in ``s``: a superset, never fewer."""
     found = 1 if "@" in s else 0
@@ -99,8 +109,12 @@ def features(s: str) -> int:
         or "8" in s
         or "9" in s
     ):
-        found |= _DIGITS
-    elif ":" in s:
+        found |= BITS["card"]
+        if _PHONE_HINT.search(s) or (("+" in s or "(" in s) and _PHONE_OPENING.search(s)):
+            found |= BITS["phone"]
+        if "." in s and _IPV4_HINT.search(s):
+            found |= BITS["ip"]
+    if ":" in s and _IPV6_HINT.search(s):
         found |= BITS["ip"]
     if ("-" in s or "_" in s or "A" in s or "J" in s or "earer" in s or "EARER" in s) and (
         _TOKEN_PREFIX.search(s)

@@ -64,6 +64,7 @@ def test_each_detector_finds_its_kind(text: str, rule: str) -> None:
         "an @ sign alone, user@localhost",
         "sk-short and Bearer x",
         "std::vector and Foo::bar in C++",
+        '[{"title":"branch","score":0.14471564784405389},{"score":0.7566097264993272}]',
     ],
 )
 def test_ordinary_text_is_left_alone(text: str) -> None:
