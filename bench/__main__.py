@@ -24,6 +24,7 @@ from pathlib import Path
 from bench import (
     fold,
     inprocess,
+    intake,
     peers,
     proxy,
     redaction,
@@ -50,6 +51,7 @@ BENCHMARKS: dict[str, tuple[Benchmark, str]] = {
     "peers": (peers.run, "vs LangGraph's checkpointers: write, read at a point, size"),
     "inprocess": (inprocess.run, "in-process recording vs the app alone and vs the proxy"),
     "telemetry": (telemetry.run, "the proxy with its Prometheus metrics on vs off"),
+    "intake": (intake.run, "the proxy's request checks vs only parsing the body"),
     "redaction": (redaction.run, "the proxy with the built-in redaction rules on vs off"),
 }
 # These share one set of servers.

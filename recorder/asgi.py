@@ -74,6 +74,10 @@ class RecordingMiddleware:
         }
         self._paths = {_route(path): name for name, path in agents.items()}
         self.api: RecorderApp = create_app(settings, store=store)
+        if settings.allowed_hosts is None:
+            # Served inside another app: that app's server decides the names it answers to
+            # (the bind address in these settings is not the one clients use).
+            self.api.allowed_hosts = None
         self._api_path = api_path.rstrip("/") if api_path else None
         self.runtime: Runtime | None = None
 

@@ -63,6 +63,10 @@ class AgentConfig(BaseModel):
     # The proxy endpoint POST /agents/NAME asks for a token with the "run" scope (or the
     # API token); the token is checked by the recorder and never forwarded to the agent.
     require_token: bool = False
+    # Headers the recorder sends to this agent with every request, over the client's own
+    # (an agent's API key, say). A fork sends these and none of its caller's headers: the
+    # caller of the recorder's API holds the recorder's credentials, not the agent's.
+    headers: dict[str, str] = Field(default_factory=dict)
 
     @field_validator("url")
     @classmethod
@@ -259,6 +263,13 @@ class Settings(BaseSettings):
     api_token: str | None = None
     tokens: dict[str, TokenConfig] = Field(default_factory=dict)
     redaction: RedactionConfig = Field(default_factory=RedactionConfig)
+    # Names a request's Host header may give (DNS rebinding: a page of another site that
+    # resolves its name to this address). None: the bind address and the localhost names,
+    # or any name when bound to every interface. "*" in the list: any name.
+    allowed_hosts: list[str] | None = None
+    # Seconds a client may take to read what was sent to it before it is dropped (the run
+    # goes on recorded, as when a client leaves).
+    client_write_timeout: Annotated[float, Field(gt=0)] = 60.0
     # "commit": a frame reaches the client only once it is in the log (group commit).
     # "buffered": forward first, record right after (lower latency, may lose the tail on a crash).
     durability: Literal["commit", "buffered"] = "commit"
@@ -349,6 +360,20 @@ class _AgentsByName(PydanticBaseSettingsSource):
 class _TomlFile(TomlConfigSettingsSource):
     def __call__(self) -> dict[str, Any]:
         return _agents_as_mapping(super().__call__())
+
+
+LOCAL_HOSTS = ("localhost", "127.0.0.1", "::1")
+
+
+def allowed_hosts(settings: Settings) -> frozenset[str] | None:
+    """The Host names a request may give, lower case; None: any."""
+    if settings.allowed_hosts is not None:
+        names = {h.strip().lower().strip("[]") for h in settings.allowed_hosts}
+        return None if "*" in names else frozenset(names)
+    bind = settings.host.strip("[]").lower()
+    if bind in ("", "0.0.0.0", "::"):
+        return None
+    return frozenset({bind, *LOCAL_HOSTS})
 
 
 def load_settings(config_file: str | None = None, **flags: Any) -> Settings:

@@ -70,6 +70,9 @@ class Runtime:
         for task in self._tasks:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+        if self.proxy.unclosed:  # a last try; else the next process marks them incomplete
+            with contextlib.suppress(Exception):
+                await self.proxy.close_left_open()
         await self.proxy.close()
         await self.client.close()
         if self.traces is not None:
@@ -85,6 +88,8 @@ class Runtime:
             with contextlib.suppress(Exception):
                 await self.store.heartbeat(list(self.proxy.active), self.owner)
                 await self.reap()
+                if self.proxy.unclosed:
+                    await self.proxy.close_left_open()
 
 
 def upstream_client(settings: Settings) -> UpstreamClient:

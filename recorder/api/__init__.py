@@ -13,15 +13,18 @@ from contextlib import asynccontextmanager
 from typing import Any
 from urllib.parse import urlsplit
 
+import orjson
 from fastapi import FastAPI
+from starlette.datastructures import Headers
 from starlette.types import Message, Receive, Scope, Send
 
 from recorder import __version__
 from recorder.api import agents, metrics, runs, threads, transfer, web
-from recorder.api.deps import ANSWERED, install_error_handlers
-from recorder.api.proxy_endpoint import OPENAPI, ProxyEndpoint
+from recorder.api.access import auth_required, authenticate, bearer
+from recorder.api.deps import ANSWERED, TOKEN_REQUIRED, install_error_handlers
+from recorder.api.proxy_endpoint import OPENAPI, ProxyEndpoint, send_whole
 from recorder.api.views import JSON
-from recorder.config import AgentConfig, Settings
+from recorder.config import AgentConfig, Settings, allowed_hosts
 from recorder.models import ErrorDetail, Health
 from recorder.runtime import Runtime
 from recorder.store import EventStore
@@ -34,6 +37,9 @@ class RecorderApp(FastAPI):
 
     _proxy = ProxyEndpoint()
     access_log = False
+    # Host names a request may give (``config.allowed_hosts``); None: any.
+    allowed_hosts: frozenset[str] | None = None
+    settings: Settings | None = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if self.access_log and scope["type"] == "http":
@@ -42,6 +48,12 @@ class RecorderApp(FastAPI):
             await self._answer(scope, receive, send)
 
     async def _answer(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            refusal = self._refusal(scope)
+            if refusal is not None:
+                status, detail = refusal
+                await send_whole(send, status, orjson.dumps({"detail": detail}), "application/json")
+                return
         if scope["type"] == "http" and scope["method"] == "POST":
             name = proxied_agent(scope)
             if name is not None:
@@ -56,6 +68,52 @@ class RecorderApp(FastAPI):
             # it again for the server to log, which would log it a second time.
             if not hasattr(exc, ANSWERED):
                 raise
+
+    def _refusal(self, scope: Scope) -> tuple[int, str] | None:
+        """Why the request is refused before any route sees it (status, detail), if it is:
+        a Host this recorder does not answer to, or the API's documents without the token
+        (FastAPI serves them apart from the routers that require it)."""
+        headers = Headers(scope=scope)
+        if self.allowed_hosts is not None:
+            host = host_name(headers.get("host"))
+            if host is not None and host not in self.allowed_hosts:
+                return 400, (
+                    f"this recorder does not answer to the host {host[:100]!r} "
+                    "(setting allowed_hosts)"
+                )
+        settings = self.settings
+        documents = (
+            self.docs_url,
+            self.redoc_url,
+            self.openapi_url,
+            self.swagger_ui_oauth2_redirect_url,
+        )
+        if (
+            settings is not None
+            and auth_required(settings)
+            and route_path(scope) in documents
+            and authenticate(settings, bearer(headers.get("authorization")), "authorization")
+            is None
+        ):
+            return 401, TOKEN_REQUIRED
+        return None
+
+
+def host_name(host: str | None) -> str | None:
+    """The name in a Host header, lower case, without its port or IPv6 brackets."""
+    if host is None:
+        return None
+    host = host.strip().lower()
+    if host.startswith("["):
+        return host[1:].partition("]")[0]
+    name, colon, port = host.rpartition(":")
+    return name if colon and port.isdigit() and ":" not in name else host
+
+
+def route_path(scope: Scope) -> str:
+    path: str = scope["path"]
+    root: str = scope.get("root_path", "")
+    return path[len(root) :] if root and path.startswith(root) else path
 
 
 async def logged(app: Any, scope: Scope, receive: Receive, send: Send) -> None:
@@ -85,10 +143,7 @@ async def logged(app: Any, scope: Scope, receive: Receive, send: Send) -> None:
 
 def proxied_agent(scope: Scope) -> str | None:
     """NAME when the request is for ``/agents/NAME`` (the proxy), else None."""
-    path: str = scope["path"]
-    root: str = scope.get("root_path", "")
-    if root and path.startswith(root):
-        path = path[len(root) :]
+    path = route_path(scope)
     if not path.startswith("/agents/"):
         return None
     name = path[8:].removesuffix("/")
@@ -125,6 +180,8 @@ def create_app(settings: Settings | None = None, *, store: EventStore | None = N
         lifespan=lifespan,
     )
     app.access_log = settings.access_log
+    app.allowed_hosts = allowed_hosts(settings)
+    app.settings = settings
     install_error_handlers(app)
     app.include_router(agents.router)
     app.include_router(threads.router)

@@ -1,10 +1,11 @@
 """Who is asking, and what they may see and do: the one place requests are authenticated.
 
-A request names its token with ``Authorization: Bearer TOKEN`` (or ``?token=``, for a
-browser's EventSource; or ``X-Recorder-Token`` on the proxy endpoint, so that the client's
-own ``Authorization`` can go on to the agent). The token is the full-access ``api_token`` or
-one of the named ``tokens`` (kept as hashes); either way the request gets a ``Principal``,
-kept in the ASGI scope's state (``principal_of``) for every handler that needs to know who.
+A request names its token with ``Authorization: Bearer TOKEN``, in that header only (a
+token in a URL ends up in logs and browser history), or ``X-Recorder-Token`` on the proxy
+endpoint, so that the client's own ``Authorization`` can go on to the agent. The token is
+the full-access ``api_token`` or one of the named ``tokens`` (kept as hashes); either way
+the request gets a ``Principal``, kept in the ASGI scope's state (``principal_of``) for
+every handler that needs to know who.
 
 With no token configured at all the recorder is open, as it always was: every request is
 the ``OPEN`` principal (no name, every scope, every agent).
@@ -44,8 +45,8 @@ class Principal:
     name: str | None
     scopes: frozenset[str]
     agents: tuple[str, ...] | None = None
-    # How the token came: "authorization" (a Bearer header), "header" (X-Recorder-Token),
-    # "query" or None (no token needed). The proxy drops the header that carried it.
+    # How the token came: "authorization" (a Bearer header), "header" (X-Recorder-Token)
+    # or None (no token needed). The proxy drops the header that carried it.
     carrier: str | None = None
 
     def can(self, scope: str) -> bool:
@@ -86,20 +87,22 @@ def authenticate(settings: Settings, token: str, carrier: str | None) -> Princip
     return found
 
 
-def credential(headers: Headers | Mapping[str, str], query: str | None) -> tuple[str, str | None]:
-    """The token a request carries and where: X-Recorder-Token, a Bearer header, ?token=."""
+def bearer(authorization: str | None) -> str:
+    """The token of an ``Authorization: Bearer TOKEN`` header ("" for none)."""
+    auth = authorization or ""
+    return auth[7:].strip() if auth[:7].lower() == "bearer " else ""
+
+
+def credential(headers: Headers | Mapping[str, str]) -> tuple[str, str | None]:
+    """The token a request carries and where: X-Recorder-Token, or a Bearer header."""
     given = headers.get(TOKEN_HEADER)
     if given:
         return given.strip(), "header"
-    auth = headers.get("authorization", "")
-    if auth[:7].lower() == "bearer ":
-        return auth[7:].strip(), "authorization"
-    if query:
-        return query, "query"
-    return "", None
+    token = bearer(headers.get("authorization"))
+    return (token, "authorization") if token else ("", None)
 
 
-def principal_for(settings: Settings, scope: Scope, query: str | None = None) -> Principal:
+def principal_for(settings: Settings, scope: Scope) -> Principal:
     """Authenticate the request of ``scope`` once; the answer is kept in its state."""
     state = scope.setdefault("state", {})
     known = state.get("principal")
@@ -108,7 +111,7 @@ def principal_for(settings: Settings, scope: Scope, query: str | None = None) ->
     if not auth_required(settings):
         principal = OPEN
     else:
-        token, carrier = credential(Headers(scope=scope), query)
+        token, carrier = credential(Headers(scope=scope))
         found = authenticate(settings, token, carrier)
         if found is None:
             raise Unauthenticated(
@@ -123,8 +126,7 @@ def principal_for(settings: Settings, scope: Scope, query: str | None = None) ->
 
 def principal_of(request: Request) -> Principal:
     """The request's principal (authenticating it if no dependency has yet)."""
-    settings = request.app.state.runtime.settings
-    return principal_for(settings, request.scope, request.query_params.get("token"))
+    return principal_for(request.app.state.runtime.settings, request.scope)
 
 
 def require(scope: str) -> Callable[[Request], Principal]:

@@ -38,6 +38,9 @@ def get_runtime(request: Request) -> Runtime:
 RuntimeDep = Annotated[Runtime, Depends(get_runtime)]
 
 
+TOKEN_REQUIRED = "an API token is required (Authorization: Bearer TOKEN)"
+
+
 _STATUS: list[tuple[type[RecorderError], int]] = [
     (NotFound, 404),
     (Unauthenticated, 401),
@@ -54,6 +57,8 @@ _STATUS: list[tuple[type[RecorderError], int]] = [
 def status_for(exc: BaseException) -> int:
     return next((code for kind, code in _STATUS if isinstance(exc, kind)), 500)
 
+
+TOO_DEEP = "a JSON value is nested too deeply to be handled (hundreds of levels)"
 
 ANSWERED = "_recorder_error_id"  # set on an exception once its 500 was answered and logged
 
@@ -73,6 +78,9 @@ def install_error_handlers(app: FastAPI) -> None:
     """Every error answers ``{"detail": "one sentence"}`` (``ErrorDetail``), parameters
     FastAPI rejects included; a 500 also carries ``errorId``, as does its log line."""
 
+    async def too_deep(_request: Request, _exc: Exception) -> JSONResponse:
+        return JSONResponse({"detail": TOO_DEEP}, status_code=422)
+
     async def handle(request: Request, exc: Exception) -> JSONResponse:
         status = status_for(exc)
         if status == 500:
@@ -89,6 +97,9 @@ def install_error_handlers(app: FastAPI) -> None:
 
     app.add_exception_handler(RecorderError, handle)
     app.add_exception_handler(RequestValidationError, invalid)
+    # JSON nested deeper than Python's recursion allows (a state 1000 levels deep, say):
+    # the request's fault, not the recorder's.
+    app.add_exception_handler(RecursionError, too_deep)
     app.add_exception_handler(Exception, unexpected)
 
 

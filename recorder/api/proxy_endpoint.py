@@ -17,7 +17,7 @@ import asyncio
 import contextlib
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import parse_qs, quote
+from urllib.parse import quote
 
 import orjson
 from starlette.datastructures import Headers
@@ -31,14 +31,15 @@ from recorder.api.access import (
     principal_for,
     visible_thread,
 )
-from recorder.api.deps import internal_error, status_for
-from recorder.api.views import SSE_HEADERS
+from recorder.api.deps import TOO_DEEP, internal_error, status_for
+from recorder.api.views import RELAY_HEADERS, SSE_HEADERS
 from recorder.errors import BodyTooLarge, Forbidden, ThreadNotFound
 from recorder.proxy.legs import AgentLeg
 from recorder.proxy.proxy import Relay, Stream
 from recorder.proxy.request import parse_run_input
 from recorder.runtime import Runtime
 
+_RELAY_HEAD = [(name.encode(), value.encode()) for name, value in RELAY_HEADERS.items()]
 _SSE_HEAD = [(b"content-type", b"text/event-stream")] + [
     (name.encode(), value.encode()) for name, value in SSE_HEADERS.items()
 ]
@@ -49,7 +50,23 @@ class ProxyEndpoint:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         runtime: Runtime = scope["app"].state.runtime
+        if not posts_json(Headers(scope=scope).get("content-type")):
+            # A form or text/plain POST is one any web page may send cross-site without
+            # asking: no run is recorded (nor sent to an agent) from one.
+            await send_whole(send, 415, _NOT_JSON, "application/json")
+            return
         await serve_run(runtime, scope["path_params"]["name"], scope, receive, send)
+
+
+_NOT_JSON = orjson.dumps({"detail": "the proxy takes a RunAgentInput as application/json"})
+
+
+def posts_json(content_type: str | None) -> bool:
+    """Whether a request's ``Content-Type`` is JSON (``application/json`` or ``+json``)."""
+    media = (content_type or "").partition(";")[0].strip().lower()
+    return media == "application/json" or (
+        media.startswith("application/") and media.endswith("+json")
+    )
 
 
 async def serve_run(
@@ -76,16 +93,18 @@ async def serve_run(
         result = await runtime.proxy.start(name, body, headers, leg=leg)
     except Exception as exc:
         status = status_for(exc)
-        if status == 500:  # not one the recorder can explain: logged with an id
+        if isinstance(exc, RecursionError):
+            status, answer = 422, {"detail": TOO_DEEP}
+        elif status == 500:  # not one the recorder can explain: logged with an id
             answer = internal_error(exc, "POST", scope["path"])
         else:
             answer = {"detail": str(exc)}
         await send_whole(send, status, orjson.dumps(answer), "application/json")
         return
     if isinstance(result, Relay):
-        await send_whole(send, result.status, result.body, result.content_type)
+        await send_whole(send, result.status, result.body, result.content_type, _RELAY_HEAD)
     else:
-        await stream(receive, send, result)
+        await stream(receive, send, result, runtime.settings.client_write_timeout)
 
 
 def check_run_token(
@@ -93,8 +112,7 @@ def check_run_token(
 ) -> tuple[Mapping[str, str], Principal | None]:
     """The agent asks for a token: one with the ``run`` scope that covers it. The headers
     to forward are returned without it, with the principal when it is limited to agents."""
-    query = parse_qs(scope.get("query_string", b"").decode("latin-1")).get("token", [None])[0]
-    principal = principal_for(runtime.settings, scope, query)
+    principal = principal_for(runtime.settings, scope)
     check_scope(principal, "run")
     check_agent(principal, name)
     return forwardable(headers, principal), principal if principal.agents is not None else None
@@ -133,21 +151,45 @@ async def read_body(scope: Scope, receive: Receive, limit: int) -> bytes | None:
     return bytes(body)
 
 
-async def send_whole(send: Send, status: int, body: bytes, content_type: str) -> None:
+async def send_whole(
+    send: Send,
+    status: int,
+    body: bytes,
+    content_type: str,
+    extra: list[tuple[bytes, bytes]] | None = None,
+) -> None:
     headers = [
         (b"content-type", content_type.encode("latin-1", "replace")),
         (b"content-length", str(len(body)).encode()),
+        *(extra or ()),
     ]
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
 
 
-async def stream(receive: Receive, send: Send, result: Stream) -> None:
+async def stream(receive: Receive, send: Send, result: Stream, write_timeout: float = 60) -> None:
     """Send the run's chunks as they come. A client that leaves closes the chunk iterator
-    at once (the recording notices and carries on without it), even while no chunk is due."""
+    at once (the recording notices and carries on without it), even while no chunk is due.
+
+    A client that takes more than ``write_timeout`` seconds to take one chunk (it reads
+    slowly, or not at all) is dropped as if it had left: the run goes on recorded to its
+    end, and gives its slot back then. One timer per quarter of the timeout checks the
+    send in progress, rather than a timeout around each send (a cost per event)."""
     headers = [*_SSE_HEAD, (b"x-recorder-run-id", header_value(result.run_id))]
     task = asyncio.current_task()
     state = {"streaming": True, "left": False}
+    loop = asyncio.get_running_loop()
+    sending = [loop.time()]  # when the send under way began; 0: none is
+
+    def check_send() -> None:
+        began = sending[0]
+        if began and loop.time() - began >= write_timeout and state["streaming"] and task:
+            state["left"] = True
+            task.cancel()
+            return
+        timer[0] = loop.call_later(write_timeout / 4, check_send)
+
+    timer = [loop.call_later(write_timeout / 4, check_send)]
 
     async def watch() -> None:
         while (await receive())["type"] != "http.disconnect":
@@ -159,8 +201,11 @@ async def stream(receive: Receive, send: Send, result: Stream) -> None:
     watcher = asyncio.create_task(watch())
     try:
         await send({"type": "http.response.start", "status": 200, "headers": headers})
+        sending[0] = 0.0
         async for chunk in result.chunks:
+            sending[0] = loop.time()
             await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            sending[0] = 0.0
         state["streaming"] = False
         await send({"type": "http.response.body", "body": b""})
     except asyncio.CancelledError:
@@ -169,6 +214,7 @@ async def stream(receive: Receive, send: Send, result: Stream) -> None:
         task.uncancel()
     finally:
         state["streaming"] = False
+        timer[0].cancel()
         watcher.cancel()
         with contextlib.suppress(BaseException):
             await result.chunks.aclose()  # type: ignore[attr-defined]
@@ -204,6 +250,7 @@ OPENAPI: dict[str, Any] = {
         "404": {"description": "no such agent"},
         "409": {"description": "the run id is taken"},
         "413": {"description": "request body too large"},
+        "415": {"description": "the request is not application/json"},
         "422": {"description": "not a RunAgentInput with threadId and runId"},
         "503": {"description": "too many runs at once, or the database is unavailable"},
     },

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Header, Query, Request
+from fastapi import APIRouter, Header, Query
 from fastapi.responses import Response
 
 from recorder.api.access import (
@@ -10,7 +10,6 @@ from recorder.api.access import (
     PrincipalDep,
     ReadDep,
     check_agent,
-    forwardable,
     visible_run,
 )
 from recorder.api.deps import RuntimeDep
@@ -102,14 +101,17 @@ async def run_stream(
 ) -> EventStream:
     await runtime.store.get_run(run_id)
     await visible_run(runtime, principal, run_id)
-    after = afterSeq
-    if after is None and last_event_id:
+    if afterSeq is not None:
+        after = afterSeq
+        views.check_after_seq(after)
+    elif last_event_id:
         try:
             after = int(last_event_id.rsplit(":", 1)[-1])
         except ValueError as exc:
-            raise InputError(f"Last-Event-ID must be a seq, got {last_event_id!r}") from exc
-    after = -1 if after is None else after
-    views.check_after_seq(after)
+            raise InputError(f"Last-Event-ID must be a seq, got {last_event_id[:40]!r}") from exc
+        views.check_after_seq(after, "Last-Event-ID")
+    else:
+        after = -1
     chunks = stream_run(runtime.store, run_id, after_seq=after, live=live)
     return EventStream(chunks, headers=SSE_HEADERS)
 
@@ -129,7 +131,7 @@ async def run_stream(
     },
 )
 async def fork_run(
-    run_id: str, body: ForkBody, request: Request, runtime: RuntimeDep, principal: PrincipalDep
+    run_id: str, body: ForkBody, runtime: RuntimeDep, principal: PrincipalDep
 ) -> Response:
     """Fork a new run from a point of this one (or from the turn of an edited or regenerated
     message), into a new thread or on the parent's, by the fork's strategy."""
@@ -145,13 +147,18 @@ async def fork_run(
             f"this recorder does not know: start it with --agent {plan.agent}=URL (or "
             f"RECORDER_AGENTS={plan.agent}=URL, or a config file)"
         )
+    # None of the caller's headers: they are meant for the recorder (its API token among
+    # them). The agent gets its configured headers (``AgentConfig.headers``), and only those.
     result = await runtime.proxy.start(
         plan.agent,
         plan.body,
-        forwardable(request.headers, principal),
+        {},  # a fork forwards none of the request's headers (the recorder's token neither)
         parent=(plan.parent_run_id, plan.parent_seq),
+        new_thread=plan.strategy == "new-thread",
     )
     response = proxied_response(result)
+    if isinstance(response, EventStream):
+        response.write_timeout = runtime.settings.client_write_timeout
     if isinstance(result, Relay):
         response.headers[RELAYED] = "true"
     response.headers[FORK_STRATEGY] = plan.strategy

@@ -9,9 +9,12 @@ validates real answers against it) without pydantic walking megabytes of state.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from typing import Any
 
 from fastapi.responses import JSONResponse, Response, StreamingResponse
+from starlette.types import Message, Receive, Scope, Send
 
 from recorder.models import ErrorDetail
 from recorder.proxy.proxy import Relay, Stream
@@ -33,16 +36,49 @@ class JSON(JSONResponse):
 
 class EventStream(StreamingResponse):
     media_type = "text/event-stream"
+    # Seconds a client may take to take one chunk; past it, it is dropped (None: no limit).
+    write_timeout: float | None = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        timeout = self.write_timeout
+        if timeout is None:
+            await super().__call__(scope, receive, send)
+            return
+
+        async def send_within(message: Message) -> None:
+            async with asyncio.timeout(timeout):
+                await send(message)
+
+        try:
+            await super().__call__(scope, receive, send_within)
+        except* TimeoutError:
+            # The client reads too slowly, or not at all: it is let go as one that left
+            # (the chunks' producer, a recording say, hears of it and carries on).
+            close = getattr(self.body_iterator, "aclose", None)
+            if close is not None:
+                with contextlib.suppress(Exception):
+                    await close()
 
 
 class JSONLines(StreamingResponse):
     media_type = "application/x-ndjson"
 
 
+# On an agent's answer relayed as it came (a non-2xx, say): it is served from the
+# recorder's origin, so a browser must neither run it (an HTML page's scripts would reach
+# the recorder's API) nor guess another type for it.
+RELAY_HEADERS = {"content-security-policy": "sandbox", "x-content-type-options": "nosniff"}
+
+
 def proxied_response(result: Relay | Stream) -> Response:
     """What ``Proxy.start`` returned, as a route's answer (the fork route's, say)."""
     if isinstance(result, Relay):
-        return Response(result.body, status_code=result.status, media_type=result.content_type)
+        return Response(
+            result.body,
+            status_code=result.status,
+            media_type=result.content_type,
+            headers=RELAY_HEADERS,
+        )
     return EventStream(result.chunks, headers={**SSE_HEADERS, "x-recorder-run-id": result.run_id})
 
 

@@ -183,7 +183,13 @@ class LocalBackend:
         runtime = await Runtime.start(self.settings, self.store)
         try:
             parent = (plan.parent_run_id, plan.parent_seq)
-            result = await runtime.proxy.start(plan.agent, plan.body, {}, parent=parent)
+            result = await runtime.proxy.start(
+                plan.agent,
+                plan.body,
+                {},
+                parent=parent,
+                new_thread=plan.strategy == "new-thread",
+            )
             if isinstance(result, Relay):
                 raise agent_answer(result.status, result.body)
             async for event in _events(result.chunks):

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Protocol
 
-from recorder.config import Settings
+from recorder.config import AgentConfig, Settings
 from recorder.proxy.request import forwarded_headers
 from recorder.proxy.upstream import Response, UpstreamClient
 
@@ -47,12 +47,17 @@ class AgentLeg(Protocol):
 
 
 class HttpLeg:
-    """An agent at a URL; only the headers the settings allow are forwarded."""
+    """An agent at a URL; only the headers the settings allow are forwarded, then the
+    agent's configured ones."""
 
-    def __init__(self, client: UpstreamClient, url: str, settings: Settings) -> None:
+    def __init__(self, client: UpstreamClient, agent: AgentConfig, settings: Settings) -> None:
         self.client = client
-        self.url = url
+        self.url = agent.url
         self._settings = settings
+        self._own = {k.lower(): v for k, v in agent.headers.items()}
 
     async def post(self, body: bytes, headers: Mapping[str, str]) -> Response:
-        return await self.client.post(self.url, body, forwarded_headers(headers, self._settings))
+        sent = forwarded_headers(headers, self._settings)
+        if self._own:
+            sent |= self._own
+        return await self.client.post(self.url, body, sent)

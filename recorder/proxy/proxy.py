@@ -29,10 +29,16 @@ from typing import Any
 import orjson
 
 from recorder.config import Settings
-from recorder.errors import AgentNotFound, TooManyRuns, UpstreamError
+from recorder.errors import (
+    AgentNotFound,
+    StoreError,
+    StoreUnavailable,
+    TooManyRuns,
+    UpstreamError,
+)
 from recorder.proxy.committer import GroupCommitter
 from recorder.proxy.legs import AgentLeg, Answer, HttpLeg
-from recorder.proxy.recording import RunRecording
+from recorder.proxy.recording import LeftOpen, RunRecording
 from recorder.proxy.request import message_texts, parse_run_input
 from recorder.proxy.segments import recorder_error
 from recorder.proxy.upstream import UpstreamClient
@@ -85,6 +91,8 @@ class Proxy:
         # Agents served by this process (``recorder.asgi``), by name: they come first.
         self.local: dict[str, AgentLeg] = {}
         self._slots = asyncio.Semaphore(settings.max_concurrent_runs)
+        # Runs whose recording ended while the store was down: closed once it is back.
+        self.unclosed: dict[str, LeftOpen] = {}
 
     def upstream(self, agent: str) -> AgentLeg:
         """How to reach ``agent``; ``AgentNotFound`` when no agent has that name."""
@@ -92,7 +100,7 @@ class Proxy:
         if leg is not None:
             return leg
         try:
-            return HttpLeg(self.client, self.settings.agents[agent].url, self.settings)
+            return HttpLeg(self.client, self.settings.agents[agent], self.settings)
         except KeyError:
             raise AgentNotFound(agent) from None
 
@@ -104,10 +112,11 @@ class Proxy:
         *,
         parent: tuple[str, int | None] | None = None,
         leg: AgentLeg | None = None,
+        new_thread: bool = False,
     ) -> Relay | Stream:
-        """Begin a proxied run. ``parent`` (run id, seq) is set by forks; ``leg`` reaches
-        the agent another way than its name says (an in-process app, with this request's
-        own scope)."""
+        """Begin a proxied run. ``parent`` (run id, seq) is set by forks, and
+        ``new_thread`` by those that must start their thread; ``leg`` reaches the agent
+        another way than its name says (an in-process app, with this request's own scope)."""
         leg = leg or self.upstream(agent)
         posted = parse_run_input(body, self.settings.max_body_bytes)
         if self._slots.locked():
@@ -117,7 +126,7 @@ class Proxy:
         await self._slots.acquire()
         run: NewRun | None = None
         try:
-            run, stored = await self._create_run(agent, posted, body, parent)
+            run, stored = await self._create_run(agent, posted, body, parent, new_thread)
             watch = self.observer.run(agent, run.run_id, posted)
             return await self._open(leg, run, body, stored, headers, watch)
         finally:
@@ -140,8 +149,50 @@ class Proxy:
         if self.active.pop(run_id, None) is not None:
             self._slots.release()
 
+    def left_open(self, run: LeftOpen) -> None:
+        self.unclosed[run.run_id] = run
+
+    async def close_left_open(self) -> list[str]:
+        """Close the runs a store outage left ``running`` (``left_open``): a RUN_ERROR of
+        the recorder's ends a run whose log has no terminal event (a live attach to it
+        ends with it), then its status. The ids closed; ``StoreUnavailable`` when the
+        store is still down (the rest wait for the next call)."""
+        closed: list[str] = []
+        for run_id, run in list(self.unclosed.items()):
+            try:
+                await self._close_left(run)
+            except StoreUnavailable:
+                raise
+            except StoreError:
+                pass  # gone, or closed by another process since: nothing left to do
+            else:
+                closed.append(run_id)
+            del self.unclosed[run_id]
+        return closed
+
+    async def _close_left(self, left: LeftOpen) -> None:
+        run = await self.store.get_run(left.run_id)
+        if run.status != "running":
+            return
+        status, outcome, error = left.status, left.outcome, left.error
+        last = await self.store.read_events(left.run_id, gt=run.event_count - 2)
+        if not last or last[-1].type not in ("RUN_FINISHED", "RUN_ERROR"):
+            status, outcome = "error", "error"
+            error = error or "store failure: the database is unavailable"
+            message = f"the recorder could not store the run: {error}"
+            event = NewEvent(recorder_error(message, "store_failure"), "RUN_ERROR", RECORDER)
+            await self.committer.append(left.run_id, [event])
+        await self.store.set_status(
+            left.run_id, status, outcome=outcome, error=error, violations=left.violations
+        )
+
     async def _create_run(
-        self, agent: str, posted: dict[str, Any], body: bytes, parent: tuple[str, int | None] | None
+        self,
+        agent: str,
+        posted: dict[str, Any],
+        body: bytes,
+        parent: tuple[str, int | None] | None,
+        new_thread: bool = False,
     ) -> tuple[NewRun, dict[str, Any]]:
         """The run, created; and its input as stored (redacted when a rule fired)."""
         thread_id, run_id = posted["threadId"], posted["runId"]
@@ -163,6 +214,7 @@ class Proxy:
             parent_seq=parent_seq,
             infer_parent=parent_id is None,
             owner=self.owner,
+            new_thread=new_thread,
         )
         await self.store.create_run(run)
         return run, stored

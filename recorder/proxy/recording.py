@@ -85,6 +85,18 @@ class Host(Protocol):
 
     def register(self, recording: RunRecording) -> None: ...
     def finished(self, run_id: str) -> None: ...
+    def left_open(self, run: LeftOpen) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class LeftOpen:
+    """A run whose recording ended while the store would not take its closing status."""
+
+    run_id: str
+    status: str
+    outcome: str | None
+    error: str | None
+    violations: list[dict[str, object]]
 
 
 class RunRecording:
@@ -148,8 +160,10 @@ class RunRecording:
         finally:
             self.phase = Phase.CLOSING
             await self._reader.stop()
-            with contextlib.suppress(Exception):
+            try:
                 await self._close_runs()
+            except Exception:
+                self._leave_open()
             await self.output.end()
             self._end()
 
@@ -169,6 +183,16 @@ class RunRecording:
                 "upstream_incomplete",
             )
         await self._runs.close_all(self._commits.failure)
+
+    def _leave_open(self) -> None:
+        """The store would not take the runs' closing (it is down): the proxy closes them
+        once it is back (``Proxy.close_left_open``), not the next process to start."""
+        for segment in self._runs.segments:
+            if segment.phase is not SegmentPhase.CLOSED:
+                status, error = segment.status(self._commits.failure)
+                self._host.left_open(
+                    LeftOpen(segment.run_id, status, segment.outcome, error, segment.problems)
+                )
 
     def _end(self) -> None:
         self.phase = Phase.ENDED

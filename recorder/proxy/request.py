@@ -9,9 +9,24 @@ import orjson
 
 from recorder.config import Settings
 from recorder.errors import BodyTooLarge, InputError
-from recorder.wire.jsontext import parse, well_formed
+from recorder.wire.ids import check_id
+from recorder.wire.jsontext import MAX_DEPTH, nested_too_deeply, parse
 
-_HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "te", "upgrade", "host"}
+# Hop-by-hop headers (RFC 9110, 7.6.1), and those a client's ``Connection`` names too.
+_HOP_BY_HOP = frozenset(
+    {
+        "connection",
+        "proxy-connection",
+        "keep-alive",
+        "transfer-encoding",
+        "te",
+        "trailer",
+        "upgrade",
+        "host",
+        "proxy-authorization",
+        "proxy-authenticate",
+    }
+)
 
 
 def parse_run_input(body: bytes, max_bytes: int | None = None) -> dict[str, Any]:
@@ -27,12 +42,10 @@ def parse_run_input(body: bytes, max_bytes: int | None = None) -> dict[str, Any]
         raise InputError(f"request body is not valid JSON: {exc}") from exc
     if not isinstance(obj, dict):
         raise InputError("request body must be a JSON object (a RunAgentInput)")
+    if nested_too_deeply(body, obj):
+        raise InputError(f"request body nests arrays and objects past {MAX_DEPTH} levels")
     for key in ("threadId", "runId"):
-        value = obj.get(key)
-        if not isinstance(value, str) or not value:
-            raise InputError(f"RunAgentInput.{key} must be a non-empty string")
-        if value != well_formed(value):  # half a surrogate pair: no database stores it
-            raise InputError(f"RunAgentInput.{key} must not hold half of a surrogate pair")
+        check_id(obj.get(key), f"RunAgentInput.{key}")
     return obj
 
 
@@ -42,16 +55,27 @@ RECORDER_TOKEN = "x-recorder-token"
 
 
 def forwarded_headers(headers: Mapping[str, str], settings: Settings) -> dict[str, str]:
-    """Headers that pass to the upstream: an allow list plus prefixes; never stored."""
+    """Headers that pass to the upstream: an allow list plus prefixes; never stored.
+
+    Never passed: hop-by-hop headers, those the client's ``Connection`` header names, and
+    any that carries the recorder's own API token (a client sending it to the proxy means
+    it for the recorder, not for the agent)."""
     allowed = {h.lower() for h in settings.forward_headers}
     prefixes = tuple(p.lower() for p in settings.forward_header_prefixes)
+    dropped: frozenset[str] | set[str] = _HOP_BY_HOP
+    named = headers.get("connection")
+    if named:
+        dropped = _HOP_BY_HOP | {n.strip().lower() for n in named.split(",")}
     out = {
         k: v
         for k, v in headers.items()
-        if k.lower() not in _HOP_BY_HOP
+        if k.lower() not in dropped
         and k.lower() != RECORDER_TOKEN
         and (k.lower() in allowed or k.lower().startswith(prefixes))
     }
+    token = settings.api_token
+    if token:
+        out = {k: v for k, v in out.items() if token not in v}
     out["content-type"] = "application/json"
     out["accept"] = "text/event-stream"  # the recorder records SSE; never ask for protobuf
     return out

@@ -192,7 +192,6 @@ class ResponseRuns:
         """Write the run's status (and ``summary``, its thread's, in the same commit), once."""
         if segment.phase is SegmentPhase.CLOSED:
             return
-        segment.phase = SegmentPhase.CLOSED
         status, error = segment.status(store_failure)
         await self._store.set_status(
             segment.run_id,
@@ -202,6 +201,7 @@ class ResponseRuns:
             violations=segment.problems,
             summary=summary,
         )
+        segment.phase = SegmentPhase.CLOSED  # (not before: one the store refused stays open)
 
     async def close_all(self, store_failure: str | None) -> None:
         """Close every run not closed yet; the thread's summary goes with the first run's

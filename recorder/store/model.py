@@ -76,6 +76,9 @@ class NewRun:
     # Without a parent: take the thread's latest run, read in the creating transaction so
     # two runs posted at once on one thread cannot both claim the same parent unseen.
     infer_parent: bool = False
+    # The run must start its thread (a fork into a new thread): ``Conflict`` when the
+    # thread exists, decided in the creating transaction (two such forks at once: one wins).
+    new_thread: bool = False
 
 
 @dataclass(frozen=True, slots=True)

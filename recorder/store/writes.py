@@ -21,7 +21,7 @@ from typing import Any
 
 import orjson
 
-from recorder.errors import InputError, RunClosed, RunNotFound, ThreadNotFound
+from recorder.errors import Conflict, InputError, RunClosed, RunNotFound, ThreadNotFound
 from recorder.store.model import (
     INCOMPLETE,
     RUNNING,
@@ -88,8 +88,16 @@ def create_run(run: NewRun) -> Body[Run]:
     then insert the run and its input; a thread created here from a given parent keeps it
     as its source."""
     _refuse_nul(run.run_id, run.thread_id, run.parent_run_id)
-    now = run.created_at if run.created_at is not None else time.time()
+    # The heartbeat is the creation's own time, even for a run created with an earlier
+    # ``created_at`` (an import): a writer is at work on it, not one that stopped long ago.
+    beat = time.time()
+    now = run.created_at if run.created_at is not None else beat
     created = yield INSERT_THREAD, (run.thread_id, run.agent, now, now)
+    if run.new_thread and not created:
+        raise Conflict(
+            f"thread {run.thread_id!r} exists already: a fork into a new thread needs an id "
+            "no thread has"
+        )
     ((latest,),) = yield LATEST_RUN, (run.thread_id,)
     yield CLAIM_THREAD, (now, run.run_id, run.thread_id)
     parent, inferred = run.parent_run_id, run.parent_inferred
@@ -105,7 +113,7 @@ def create_run(run: NewRun) -> Body[Run]:
         inferred,
         run.origin,
         now,
-        now,
+        beat,
         run.owner,
     )
     yield INSERT_RUN, columns
@@ -133,7 +141,7 @@ def create_run(run: NewRun) -> Body[Run]:
         event_count=0,
         created_at=now,
         finished_at=None,
-        heartbeat_at=now,
+        heartbeat_at=beat,
         owner=run.owner,
     )
 

@@ -38,6 +38,7 @@ from recorder.store import EventStore, Run
 from recorder.timetravel.history import History
 from recorder.timetravel.rewind import Start, start_at, start_edited, start_regenerated
 from recorder.wire.events import decode
+from recorder.wire.ids import check_id
 from recorder.wire.jsontext import dump
 
 NEW_THREAD: ForkStrategy = "new-thread"
@@ -120,7 +121,7 @@ async def plan_fork(
             f"atSeq {req.at_seq} is outside run {run_id!r} (events 0..{parent.event_count - 1})"
         )
     start = await _start(store, history, parent, req)
-    new_run = req.run_id or f"run-{uuid.uuid4().hex}"
+    new_run = f"run-{uuid.uuid4().hex}" if req.run_id is None else req.run_id
     strategy, thread = await _placement(store, start.run, req, new_run, agents)
     body: dict[str, Any] = {"threadId": thread, "runId": new_run}
     if strategy == SAME_THREAD:
@@ -161,6 +162,11 @@ def _check_options(req: ForkRequest) -> None:
         )
     if req.state is not _UNSET and req.state_patch is not None:
         raise InputError("give a state or a statePatch, not both")
+    # The proxy's rule for ids: an empty one is refused, not replaced.
+    if req.run_id is not None:
+        check_id(req.run_id, "runId")
+    if req.thread_id is not None:
+        check_id(req.thread_id, "threadId")
 
 
 async def _start(store: EventStore, history: History, parent: Run, req: ForkRequest) -> Start:

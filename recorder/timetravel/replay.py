@@ -14,9 +14,11 @@ whole stream and folds it into the thread's current messages and state.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
+from recorder.errors import StoreUnavailable
 from recorder.reference.check import StreamCheck
 from recorder.store import EventStore, Run
 from recorder.store.model import RUNNING
@@ -49,21 +51,29 @@ async def _pages(
 ) -> AsyncIterator[list[RecordedEvent]]:
     done = after_seq
     while True:
-        page = await store.read_events(run_id, gt=done, lte=upto, limit=_PAGE)
+        try:
+            page = await store.read_events(run_id, gt=done, lte=upto, limit=_PAGE)
+            if not page and live:
+                run = await store.get_run(run_id)
+                if run.status != RUNNING:
+                    # The status changes after the last append: one more read catches the tail.
+                    tail = await store.read_events(run_id, gt=done)
+                    if tail:
+                        yield tail
+                    return
+                await store.wait(poll)
+        except StoreUnavailable:
+            if not live:
+                raise
+            # Following a live run through an outage: its recorder closes it when the
+            # database is back (``Proxy.close_left_open``), and this stream ends with it.
+            await asyncio.sleep(poll)
+            continue
         if page:
             done = page[-1].seq
             yield page
-            continue
-        if not live:
+        elif not live:
             return
-        run = await store.get_run(run_id)
-        if run.status != RUNNING:
-            # The status changes after the last append: one more read catches the tail.
-            tail = await store.read_events(run_id, gt=done)
-            if tail:
-                yield tail
-            return
-        await store.wait(poll)
 
 
 class ThreadStream:

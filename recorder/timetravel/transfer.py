@@ -9,18 +9,27 @@ already there only takes the events it lacks.
 from __future__ import annotations
 
 import base64
+import time
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import orjson
 
-from recorder.errors import InputError, RunNotFound
+from recorder.errors import Conflict, InputError, RunNotFound
 from recorder.redaction import RUN_INPUT, Redactor, redact
-from recorder.store import EventStore, NewEvent, NewRun, Redacted, Run, ThreadFilter
-from recorder.store.model import IMPORT, RUNNING, STATUSES
+from recorder.store import EventStore, Redacted, Run, ThreadFilter
+from recorder.store.model import RUNNING
+from recorder.timetravel.export_lines import (
+    RunLines,
+    add_event,
+    check_complete,
+    parse_line,
+    run_lines,
+)
 
 _BATCH = 1000
+_BUSY = 15.0  # seconds: a running run with a heartbeat this fresh has a writer
 
 
 def _bytes_field(name: str, data: bytes | None) -> dict[str, Any]:
@@ -32,13 +41,6 @@ def _bytes_field(name: str, data: bytes | None) -> dict[str, Any]:
         return {name + "B64": base64.b64encode(data).decode()}
 
 
-def _read_bytes(line: dict[str, Any], name: str) -> bytes | None:
-    if isinstance(line.get(name + "B64"), str):
-        return base64.b64decode(line[name + "B64"])
-    value = line.get(name)
-    return None if value is None else str(value).encode("utf-8")
-
-
 async def check_threads(store: EventStore, thread_ids: Sequence[str]) -> None:
     """Raise ``ThreadNotFound`` for the first id that names no thread (before a stream starts)."""
     for thread_id in thread_ids:
@@ -48,8 +50,7 @@ async def check_threads(store: EventStore, thread_ids: Sequence[str]) -> None:
 async def export_lines(
     store: EventStore, thread_ids: Sequence[str], agents: tuple[str, ...] | None = None
 ) -> AsyncIterator[bytes]:
-    """Every run of the threads (all threads when none are named: only those of ``agents``
-    when given), each with its events."""
+    """Every run of the threads (all threads when none are named), each with its events."""
     if not thread_ids:
         thread_ids = await _all_threads(store, agents)
     for thread_id in thread_ids:
@@ -75,6 +76,7 @@ async def export_lines(
 
 
 async def _all_threads(store: EventStore, agents: tuple[str, ...] | None) -> list[str]:
+    """Every thread (only those all of whose runs went through ``agents``, when given)."""
     ids: list[str] = []
     cursor = None
     while True:
@@ -137,133 +139,83 @@ async def import_lines(
     lines: Iterable[bytes] | AsyncIterable[bytes],
     redactor: Redactor | None = None,
 ) -> ImportReport:
-    """Import an export; with ``redactor``, inputs and events are redacted as the proxy
-    redacts what it records."""
-    importer = _Importer(store, redactor)
+    """Import an export. Each run is checked whole (its line and every event line) before
+    any of it is written: a run imports whole or not at all, and a problem is an
+    ``InputError`` naming its line and field; the runs before it stay imported, so the
+    same file, fixed, imports the rest. With ``redactor``, inputs and events are redacted
+    as the proxy redacts what it records."""
+    report = ImportReport()
+    current: RunLines | None = None
     number = 0
-    try:
-        async for raw in _each(lines):
-            number += 1
-            if raw.strip():
-                await importer.feed(_parse(raw, number), number)
-    except (KeyError, TypeError, ValueError) as exc:
-        raise InputError(f"line {number}: not a line of a recorder export ({exc!r})") from exc
-    await importer.close_run()
-    return importer.report
-
-
-def _parse(raw: bytes, number: int) -> dict[str, Any]:
-    try:
-        line = orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
-        raise InputError(f"line {number}: not JSON ({exc})") from exc
-    if not isinstance(line, dict):
-        raise InputError(f"line {number}: not a JSON object")
-    return line
-
-
-class _Importer:
-    """Reads an export line by line: a run line opens a run, its event lines follow."""
-
-    def __init__(self, store: EventStore, redactor: Redactor | None = None) -> None:
-        self.store = store
-        self.redactor = redactor
-        self.report = ImportReport()
-        self.current: dict[str, Any] | None = None
-        self.have = 0  # events the current run already holds
-        self.pending: list[NewEvent] = []
-
-    async def feed(self, line: dict[str, Any], number: int) -> None:
+    async for raw in _each(lines):
+        number += 1
+        if not raw.strip():
+            continue
+        line = parse_line(raw, number)
         kind = line.get("kind")
         if kind == "run":
-            await self.close_run()
-            self.current = line
-            self.have = await _open_run(self.store, line, self.report, self.redactor)
+            if current is not None:
+                await _write(store, current, report, redactor)
+            current = run_lines(line, number)
         elif kind == "event":
-            if self.current is None or line.get("runId") != self.current["runId"]:
-                raise InputError(f"line {number}: an event outside its run")
-            if int(line["seq"]) >= self.have:
-                self.pending.append(_event(line, self.redactor))
-                if len(self.pending) >= _BATCH:
-                    await self.flush()
+            if current is None:
+                raise InputError(f"line {number}: kind: an event before any run line")
+            add_event(current, line, number)
         else:
-            raise InputError(f"line {number}: unknown kind {kind!r}")
-
-    async def flush(self) -> None:
-        if self.current is not None and self.pending:
-            await self.store.append(self.current["runId"], self.pending)
-            self.report.events_added += len(self.pending)
-        self.pending = []
-
-    async def close_run(self) -> None:
-        line = self.current
-        if line is None:
-            return
-        run = await self.store.get_run(line["runId"])
-        if run.status != RUNNING:
-            self.pending = []
-            return
-        await self.flush()
-        status = line.get("status")
-        if status in STATUSES and status != RUNNING:
-            await self.store.set_status(
-                line["runId"],
-                status,
-                outcome=line.get("outcome"),
-                error=line.get("error"),
-                violations=line.get("violations") or [],
-            )
+            raise InputError(f'line {number}: kind: must be "run" or "event", got {kind!r}')
+    if current is not None:
+        await _write(store, current, report, redactor)
+    return report
 
 
-def _event(line: dict[str, Any], redactor: Redactor | None) -> NewEvent:
-    payload = _read_bytes(line, "payload") or b""
-    kind = line.get("type")
-    redacted = None
+def _redact(run: RunLines, redactor: Redactor) -> None:
+    """The run's input and events as the proxy would have stored them."""
+    if run.run.input is not None:
+        result = redact(RUN_INPUT, run.run.input, redactor)
+        if result.fired:
+            redacted = Redacted(result.fired, result.mac)
+            run.run = replace(run.run, input=result.payload, input_redacted=redacted)
+    for i, event in enumerate(run.events):
+        result = redact(event.type, event.payload, redactor)
+        if result.fired:
+            redacted = Redacted(result.fired, result.mac)
+            run.events[i] = event._replace(payload=result.payload, redacted=redacted)
+
+
+async def _write(
+    store: EventStore, run: RunLines, report: ImportReport, redactor: Redactor | None = None
+) -> None:
+    """Write one checked run: created with all its events and its status, or, when it is
+    there already, only the events it lacks (and its status, if it was still running)."""
+    check_complete(run)
     if redactor is not None:
-        result = redact(kind if isinstance(kind, str) else None, payload, redactor)
-        payload, redacted = result.payload, _redacted(result.fired, result.mac)
-    return NewEvent(
-        payload,
-        kind,
-        str(line.get("origin") or IMPORT),
-        float(line["recordedAt"]) if line.get("recordedAt") is not None else None,
-        redacted,
-    )
-
-
-def _redacted(fired: tuple[str, ...], mac: str | None) -> Redacted | None:
-    return Redacted(fired, mac) if fired else None
-
-
-async def _open_run(
-    store: EventStore, line: dict[str, Any], report: ImportReport, redactor: Redactor | None
-) -> int:
+        _redact(run, redactor)
+    run_id = run.run.run_id
     try:
-        existing = await store.get_run(line["runId"])
+        existing = await store.get_run(run_id)
     except RunNotFound:
         existing = None
-    if existing is not None:
+    if existing is None:
+        await store.create_run(run.run)
+        report.runs_created += 1
+        have = 0
+    else:
         report.runs_skipped += 1
         if existing.status != RUNNING:
-            return 1 << 62  # complete already: take nothing more
-        return existing.event_count
-    posted, input_redacted = _read_bytes(line, "input"), None
-    if redactor is not None and posted is not None:
-        result = redact(RUN_INPUT, posted, redactor)
-        posted, input_redacted = result.payload, _redacted(result.fired, result.mac)
-    await store.create_run(
-        NewRun(
-            run_id=line["runId"],
-            thread_id=line["threadId"],
-            agent=line.get("agent"),
-            input=posted,
-            input_redacted=input_redacted,
-            parent_run_id=line.get("parentRunId"),
-            parent_seq=line.get("parentSeq"),
-            parent_inferred=bool(line.get("parentInferred")),
-            origin=IMPORT,
-            created_at=line.get("createdAt"),
+            return  # complete already: takes nothing more
+        if existing.heartbeat_at is not None and time.time() - existing.heartbeat_at < _BUSY:
+            # Being recorded, or imported by another import, right now: events added here
+            # as well would be added twice (each append takes the next seqs).
+            raise Conflict(
+                f"run {run_id!r} is being recorded or imported right now; import again once "
+                "it has ended"
+            )
+        have = existing.event_count
+    for start in range(have, len(run.events), _BATCH):
+        batch = run.events[start : start + _BATCH]
+        await store.append(run_id, batch)
+        report.events_added += len(batch)
+    if run.status != RUNNING:
+        await store.set_status(
+            run_id, run.status, outcome=run.outcome, error=run.error, violations=run.violations
         )
-    )
-    report.runs_created += 1
-    return 0

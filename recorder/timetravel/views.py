@@ -9,6 +9,7 @@ database and of a server gets the same answer. Inputs are checked here, once, fo
 
 from __future__ import annotations
 
+import math
 from datetime import UTC, datetime
 from typing import Any
 
@@ -22,6 +23,7 @@ from recorder.timetravel.transfer import ImportReport
 from recorder.wire.events import RecordedEvent, decode
 
 _PAGE = 2000
+_MAX_EPOCH = 1e11  # seconds: past the year 5000, and within every database's range
 
 
 def moment(ts: float | None) -> datetime | None:
@@ -95,14 +97,16 @@ def run_tree(runs: list[Run]) -> list[dict[str, Any]]:
 
 
 def plan_view(plan: Plan) -> dict[str, Any]:
-    return ForkPlan(
+    view = ForkPlan(
         agent=plan.agent,
-        input=plan.input,
+        input={},
         parent_run_id=plan.parent_run_id,
         parent_seq=plan.parent_seq,
         strategy=plan.strategy,
         thread_id=plan.thread_id,
     ).to_json()
+    # The input as it is: pydantic would walk it (and refuse a state nested 300 deep).
+    return {**view, "input": plan.input}
 
 
 def import_view(report: ImportReport) -> dict[str, Any]:
@@ -118,9 +122,13 @@ def parse_time(value: str | None, name: str) -> float | None:
     if value is None:
         return None
     try:
-        return float(value)
+        seconds = float(value)
     except ValueError:
         pass
+    else:
+        if not math.isfinite(seconds) or abs(seconds) > _MAX_EPOCH:
+            raise InputError(f"{name} must be epoch seconds within 10^11, got {value!r}")
+        return seconds
     try:
         when = datetime.fromisoformat(value)
     except ValueError as exc:
@@ -185,9 +193,15 @@ async def events_page(
     }
 
 
-def check_after_seq(after_seq: int) -> None:
-    if after_seq < -1:
-        raise InputError(f"afterSeq must be -1 or more, got {after_seq}")
+# The largest seq a parameter may name: the largest the ``seq`` column holds (a 32-bit
+# integer on PostgreSQL, which refuses to even compare it with a larger number), far past
+# any run's last event (``max_events_per_run``).
+MAX_SEQ = (1 << 31) - 1
+
+
+def check_after_seq(after_seq: int, name: str = "afterSeq") -> None:
+    if not -1 <= after_seq <= MAX_SEQ:
+        raise InputError(f"{name} must be -1 to {MAX_SEQ}, got {after_seq}")
 
 
 def check_seq(run: Run, seq: int | None) -> None:

@@ -46,6 +46,7 @@ async def post_stream(
 ) -> tuple[int, list[tuple[str | None, bytes]], bytes]:
     """POST and read the whole answer: status, (id, data) frames, raw bytes."""
     content = body if isinstance(body, bytes) else orjson.dumps(body)
+    kw["headers"] = {"content-type": "application/json", **kw.get("headers", {})}
     async with httpx.AsyncClient(timeout=60, trust_env=False) as client:
         async with client.stream("POST", url, content=content, **kw) as response:
             raw = await response.aread()

@@ -107,3 +107,19 @@ async def test_an_id_with_a_nul_character_is_refused(store: EventStore, run: New
     with pytest.raises(InputError, match="NUL"):
         await store.create_run(run)
     assert (await store.list_threads()).items == []
+
+
+async def test_a_run_that_must_start_its_thread_is_refused_on_an_existing_one(
+    store: EventStore,
+) -> None:
+    await store.create_run(NewRun("r1", "t1"))
+    with pytest.raises(Conflict, match="exists already"):
+        await store.create_run(NewRun("r2", "t1", new_thread=True))
+    assert [r.run_id for r in await store.list_runs("t1")] == ["r1"]
+    made = await asyncio.gather(
+        *(store.create_run(NewRun(f"b{i}", "branch", new_thread=True)) for i in range(5)),
+        return_exceptions=True,
+    )
+    assert sum(not isinstance(m, BaseException) for m in made) == 1
+    assert all(isinstance(m, Conflict) for m in made if isinstance(m, BaseException))
+    assert len(await store.list_runs("branch")) == 1

@@ -39,6 +39,9 @@ async def test_another_owners_stale_runs(store: EventStore) -> None:
     await store.create_run(NewRun("orphan", "t1", owner=None, created_at=long_ago))
     await store.create_run(NewRun("fresh", "t1", owner="other"))
     await store.create_run(NewRun("silent", "t1", owner="other"))
+    await raw_sql(
+        store, "UPDATE runs SET heartbeat_at = created_at WHERE created_at < ?", long_ago + 1
+    )
     await raw_sql(store, "UPDATE runs SET heartbeat_at = NULL WHERE run_id = 'silent'")
     closed = await store.mark_incomplete(stale_before=time.time() - 15, exclude_owner="me")
     assert closed == ["orphan", "silent", "stale"]
