@@ -25,6 +25,7 @@ from bench import (
     fold,
     inprocess,
     intake,
+    journal,
     peers,
     proxy,
     redaction,
@@ -52,10 +53,11 @@ BENCHMARKS: dict[str, tuple[Benchmark, str]] = {
     "inprocess": (inprocess.run, "in-process recording vs the app alone and vs the proxy"),
     "telemetry": (telemetry.run, "the proxy with its Prometheus metrics on vs off"),
     "intake": (intake.run, "the proxy's request checks vs only parsing the body"),
+    "journal": (journal.run, "the journal: store forced down vs healthy; on vs off, healthy"),
     "redaction": (redaction.run, "the proxy with the built-in redaction rules on vs off"),
 }
 # These share one set of servers.
-HTTP = {"proxy", "ttfe", "replay", "inprocess", "telemetry", "redaction"}
+HTTP = {"proxy", "ttfe", "replay", "inprocess", "telemetry", "journal", "redaction"}
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:

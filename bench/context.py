@@ -9,6 +9,7 @@ from pathlib import Path
 
 import asyncpg
 
+from bench import nginx
 from bench.servers import ServerPool
 
 PG_ADMIN = "postgresql://postgres@127.0.0.1:5432/test"
@@ -34,6 +35,7 @@ class Plan:
     peer_rounds: int
     peer_reads: int
     concurrent_streams: int
+    aggregate_streams: int
 
     @classmethod
     def full(cls) -> Plan:
@@ -53,6 +55,7 @@ class Plan:
             peer_rounds=3,
             peer_reads=50,
             concurrent_streams=50,
+            aggregate_streams=200,
         )
 
     @classmethod
@@ -73,6 +76,7 @@ class Plan:
             peer_rounds=1,
             peer_reads=10,
             concurrent_streams=5,
+            aggregate_streams=10,
         )
 
 
@@ -175,3 +179,30 @@ class Context:
             }
         )
         return {"upstream": upstream, **started}
+
+    async def anchors(self) -> tuple[dict[str, str], dict[str, str]]:
+        """nginx in front of the upstream, and a recorder on a fresh PostgreSQL database,
+        started once: ``({"nginx": url, "pg": url}, {name: why skipped})``."""
+        upstream = (await self.http_servers())["upstream"]
+        urls: dict[str, str] = {}
+        skipped: dict[str, str] = {}
+        found, why = await nginx.start(self.pool, upstream)
+        if found is None:
+            skipped["nginx"] = why
+        else:
+            urls["nginx"] = found
+        running = self.pool.url("commit-pg")
+        if running is not None:
+            urls["pg"] = running
+            urls["pg2"] = self.pool.url("commit-pg2") or ""
+        elif not await self.pg.available():
+            skipped["pg"] = skipped["pg2"] = self.pg.unavailable or "PostgreSQL unavailable"
+        else:
+            # Two recorder processes on one database: the scale-out rows use both.
+            dsn = await self.pg.create("proxy")
+            agents = ["--agent", f"up={upstream}/events", "--agent", f"small={upstream}/small"]
+            recorder = ["recorder", "--db", store_url(dsn), *agents]
+            first = await self.pool.start({"commit-pg": recorder})  # it migrates
+            second = await self.pool.start({"commit-pg2": recorder})
+            urls["pg"], urls["pg2"] = first["commit-pg"], second["commit-pg2"]
+        return urls, skipped

@@ -7,16 +7,18 @@ one request down every path, in turn, so drift hits all of them alike.
 from __future__ import annotations
 
 import asyncio
+import time
+from typing import Any
 
 from bench.client import StreamError, new_client, read_stream, run_input, settled
 from bench.context import Context
 from bench.report import Row, at_least, at_most
 
-PATHS = ("direct", "bare", "commit", "buffered")
-
 
 async def run(ctx: Context) -> list[Row]:
-    urls = await ctx.http_servers()
+    urls = dict(await ctx.http_servers())
+    anchors, skipped = await ctx.anchors()
+    urls |= anchors
     expected = ctx.plan.proxy_events
     targets = {
         "direct": urls["upstream"] + "/events",
@@ -24,7 +26,9 @@ async def run(ctx: Context) -> list[Row]:
         "commit": urls["commit"] + "/agents/up",
         "buffered": urls["buffered"] + "/agents/up",
     }
-    rates: dict[str, list[float]] = {path: [] for path in PATHS}
+    targets |= {name: url + "/agents/up" for name, url in anchors.items()}
+    paths = tuple(path for path in targets if path != "pg2")
+    rates: dict[str, list[float]] = {path: [] for path in paths}
     async with new_client() as client:
 
         async def measure(path: str) -> float:
@@ -33,16 +37,23 @@ async def run(ctx: Context) -> list[Row]:
             )
             if frames < expected:
                 raise StreamError(f"{path}: {frames} frames of {expected}")
-            if path in ("commit", "buffered"):
+            if path in ("commit", "buffered", "pg", "pg2"):
                 await settled(client, urls[path], run_id)
             return expected / elapsed
 
-        for path in PATHS:  # warm-up: connections, imports, the first run of each server
+        async def aggregate(path: str, streams: int, *more: str) -> float:
+            """Events/s of ``streams`` requests at once, spread over ``path`` and ``more``."""
+            spread = [path, *more]
+            started = time.perf_counter()
+            await asyncio.gather(*(measure(spread[n % len(spread)]) for n in range(streams)))
+            return streams * expected / (time.perf_counter() - started)
+
+        for path in paths:  # warm-up: connections, imports, the first run of each server
             await measure(path)
         warm = ctx.pool.rss_mb("commit")
         after: list[float] = []
         for _ in range(ctx.plan.rounds):
-            for path in PATHS:
+            for path in paths:
                 rates[path].append(await measure(path))
             after.append(ctx.pool.rss_mb("commit"))
         # 50 streams at once through the same recorder, twice: the first batch sets the
@@ -52,6 +63,12 @@ async def run(ctx: Context) -> list[Row]:
         first_batch = ctx.pool.rss_mb("commit")
         await asyncio.gather(*(measure("commit") for _ in range(streams)))
         second_batch = ctx.pool.rss_mb("commit")
+        many = ctx.plan.aggregate_streams
+        totals = {
+            path: await aggregate(path, many) for path in ("commit", *anchors) if path != "pg2"
+        }
+        if "pg2" in anchors:
+            totals["two"] = await aggregate("pg", many, "pg2")
     workload = f"{expected:,} mixed events per request, one per chunk"
     memory = [
         Row(
@@ -125,4 +142,42 @@ async def run(ctx: Context) -> list[Row]:
             rates["direct"],
         ),
     ]
-    return [*throughput, *memory]
+    return [*throughput, *_anchored(rates, totals, skipped, many), *memory]
+
+
+def _anchored(
+    rates: dict[str, list[float]], totals: dict[str, float], skipped: dict[str, str], many: int
+) -> list[Row]:
+    """The recorder on SQLite and on PostgreSQL against nginx passing the same stream."""
+
+    def row(name: str, path: str, base: str, target: float | None, figures: Any) -> Row:
+        made = Row("proxy", name, "ev/s")
+        why = skipped.get(base) or skipped.get("pg2" if path == "two" else path, "")
+        if why:
+            made.skipped = why
+            return made
+        made.ours, made.base = figures(path), figures(base)
+        if target is not None:
+            made.target, made.check = f">= {target}x", at_least(target)
+        return made
+
+    def each(path: str) -> list[float]:
+        return rates[path]
+
+    def total(path: str) -> list[float]:
+        return [totals[path]]
+
+    return [
+        row("recorder (SQLite, commit) vs nginx", "commit", "nginx", 0.5, each),
+        row("recorder (PostgreSQL, commit) vs nginx", "pg", "nginx", 0.4, each),
+        row("nginx vs direct (context)", "nginx", "direct", None, each),
+        row(f"{many} streams at once, recorder (SQLite) vs nginx", "commit", "nginx", None, total),
+        row(f"{many} streams at once, recorder (PostgreSQL) vs nginx", "pg", "nginx", None, total),
+        row(
+            f"scale-out: {many} streams at once, two recorders vs one (PostgreSQL)",
+            "two",
+            "pg",
+            None,
+            total,
+        ),
+    ]

@@ -3,7 +3,8 @@
     python -m bench.serve upstream --port P [--events N --seed S]
     python -m bench.serve bare --port P --agent NAME=URL ...
     python -m bench.serve recorder --port P --db URL --agent NAME=URL ... [--durability D]
-                                   [--no-metrics] [--redaction]
+                                   [--no-metrics] [--no-journal] [--store-deadline S]
+                                   [--redaction]
     python -m bench.serve inprocess --port P --db URL [--events N --seed S]
 
 All of them run with the same uvicorn settings (loop and http "auto": uvloop and httptools
@@ -14,7 +15,8 @@ when installed, no access log) on 127.0.0.1 only.
   minimal run (RUN_STARTED, RUN_FINISHED) in one chunk.
 - ``bare``: the cheapest proxy on the same web stack: FastAPI, httpx ``aiter_raw`` into a
   ``StreamingResponse``; no parsing, no recording.
-- ``recorder``: the project's app, ``create_app(Settings(...))``; ``--no-metrics`` turns
+- ``recorder``: the project's app, ``create_app(Settings(...))``; ``--no-journal`` turns the
+  journal off, ``--store-deadline`` sets its deadline; ``--no-metrics`` turns
   its Prometheus metrics off (they are on by default); ``--redaction`` turns the built-in
   redaction rules on (off by default).
 - ``inprocess``: the ``upstream`` app itself, recorded in its own process by
@@ -135,6 +137,8 @@ def recorder_app(args: argparse.Namespace, agents: dict[str, str]) -> Any:
         durability=args.durability,
         checkpoint_every=args.checkpoint_every,
         metrics=not args.no_metrics,
+        journal=not args.no_journal,
+        store_deadline=args.store_deadline,
         redaction={"rules": ["builtin"]} if args.redaction else {},
     )
     return create_app(settings)
@@ -162,6 +166,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--durability", default="commit", choices=["commit", "buffered"])
     parser.add_argument("--checkpoint-every", type=int, default=1000)
     parser.add_argument("--no-metrics", action="store_true")
+    parser.add_argument("--no-journal", action="store_true")
+    parser.add_argument("--store-deadline", type=float, default=2.0)
     parser.add_argument("--redaction", action="store_true", help="the built-in redaction rules")
     args = parser.parse_args(argv)
     agents = dict(spec.split("=", 1) for spec in args.agent)

@@ -13,17 +13,19 @@ from bench.client import StreamError, new_client, read_stream, run_input, settle
 from bench.context import Context
 from bench.report import Row
 
-PATHS = ("direct", "bare", "commit")
-
 
 async def run(ctx: Context) -> list[Row]:
-    urls = await ctx.http_servers()
+    urls = dict(await ctx.http_servers())
+    anchors, skipped = await ctx.anchors()
+    urls |= anchors
     targets = {
         "direct": urls["upstream"] + "/small",
         "bare": urls["bare"] + "/agents/small",
         "commit": urls["commit"] + "/agents/small",
     }
-    medians: dict[str, list[float]] = {path: [] for path in PATHS}
+    targets |= {name: url + "/agents/small" for name, url in anchors.items() if name != "pg2"}
+    paths = tuple(targets)
+    medians: dict[str, list[float]] = {path: [] for path in paths}
     async with new_client() as client:
 
         async def first_event(path: str) -> float:
@@ -32,23 +34,24 @@ async def run(ctx: Context) -> list[Row]:
             )
             if frames < 1:
                 raise StreamError(f"{path}: no frame")
-            if path == "commit":
+            if path in ("commit", "pg"):
                 await settled(client, urls[path], run_id)
             return first * 1000
 
         for _ in range(5):  # warm-up
-            for path in PATHS:
+            for path in paths:
                 await first_event(path)
         for _ in range(ctx.plan.rounds):
-            samples: dict[str, list[float]] = {path: [] for path in PATHS}
+            samples: dict[str, list[float]] = {path: [] for path in paths}
             for _ in range(ctx.plan.ttfe_requests):
-                for path in PATHS:
+                for path in paths:
                     samples[path].append(await first_event(path))
-            for path in PATHS:
+            for path in paths:
                 medians[path].append(statistics.median(samples[path]))
     added = [r - d for r, d in zip(medians["commit"], medians["direct"], strict=True)]
     bare_added = [b - d for b, d in zip(medians["bare"], medians["direct"], strict=True)]
     return [
+        *_anchored(medians, skipped),
         Row(
             "ttfe",
             "recorder vs direct",
@@ -70,4 +73,32 @@ async def run(ctx: Context) -> list[Row]:
             medians["bare"],
             medians["direct"],
         ),
+    ]
+
+
+def _anchored(medians: dict[str, list[float]], skipped: dict[str, str]) -> list[Row]:
+    """The recorder (SQLite, and PostgreSQL) against nginx passing the same run through:
+    the time each adds to the first event over what a production proxy adds."""
+
+    def row(name: str, path: str, limit: float) -> Row:
+        made = Row("ttfe", name, "ms", target=f"added <= {limit} ms over nginx")
+        why = skipped.get("nginx") or skipped.get(path, "")
+        if why:
+            made.skipped = why
+            return made
+        made.ours, made.base = medians[path], medians["nginx"]
+        made.check = lambda ours, base, _ratio: ours - base <= limit
+        added = [o - b for o, b in zip(made.ours, made.base, strict=True)]
+        made.note = f"added over nginx {statistics.median(added):.2f} ms"
+        return made
+
+    context = Row("ttfe", "nginx vs direct (context)", "ms")
+    if "nginx" in skipped:
+        context.skipped = skipped["nginx"]
+    else:
+        context.ours, context.base = medians["nginx"], medians["direct"]
+    return [
+        row("recorder (SQLite) vs nginx", "commit", 0.5),
+        row("recorder (PostgreSQL) vs nginx", "pg", 2.0),
+        context,
     ]

@@ -276,6 +276,16 @@ class Settings(BaseSettings):
     # What the client sees when the database fails mid-run: "error" ends its stream with a
     # RUN_ERROR; "continue" keeps streaming unrecorded frames (the run is flagged).
     on_store_failure: Literal["error", "continue"] = "error"
+    # Ride through database outages: writes the database cannot take within
+    # ``store_deadline`` seconds go to a local journal (fsynced), drained once it is back.
+    # Past ``journal_max_bytes`` or ``journal_max_outage`` seconds, ``on_store_failure``
+    # applies to new frames. ``journal_dir``: default beside the SQLite file, else a
+    # per-user state directory.
+    journal: bool = True
+    journal_dir: str | None = None
+    store_deadline: float = Field(default=2.0, gt=0)
+    journal_max_bytes: int = Field(default=1 << 30, gt=0)
+    journal_max_outage: float = Field(default=3600.0, gt=0)
     keep_reading_on_disconnect: bool = True
     idle_timeout: float = 60.0
     connect_timeout: float = 10.0
@@ -283,7 +293,9 @@ class Settings(BaseSettings):
     max_frame_bytes: int = 10 * 1024 * 1024
     max_events_per_run: int = 1_000_000
     max_concurrent_runs: int = 256
-    checkpoint_every: int = 1000
+    # Events between a run's checkpoints (built when it closes; 0: none, every query folds
+    # from the run's start). Checkpoints share their chunks, so dense ones cost little.
+    checkpoint_every: int = 250
     heartbeat_interval: float = 5.0
     forward_headers: list[str] = Field(
         default_factory=lambda: ["authorization", "cookie", "accept-language", "user-agent"]

@@ -18,6 +18,7 @@
     ├── TooManyRuns             ``max_concurrent_runs`` runs are being recorded already
     ├── Unauthenticated         no token, or one the recorder does not know (401)
     ├── Forbidden               a known token without the scope the action needs (403)
+    ├── JournalCorrupt          the local journal is damaged (moved aside, kept, not replayed)
     └── UpstreamError           the agent behind the proxy cannot be reached, or its answer broke
         ├── ConnectFailed       no connection (refused, unresolvable, TLS, not an http(s) URL)
         ├── Disconnected        the connection ended before the whole answer, or it is not HTTP
@@ -103,6 +104,10 @@ class Unauthenticated(RecorderError):
 
 
 class Forbidden(RecorderError):
+    pass
+
+
+class JournalCorrupt(RecorderError):
     pass
 
 

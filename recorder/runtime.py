@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 from recorder.config import Settings
 from recorder.errors import ConfigError
+from recorder.proxy.journaled import JournaledStore, open_journaled
 from recorder.proxy.proxy import Proxy, new_owner
 from recorder.proxy.upstream import UpstreamClient
 from recorder.store import EventStore, open_store
@@ -24,20 +25,31 @@ from recorder.timetravel.history import History
 
 
 class Runtime:
-    def __init__(self, settings: Settings, store: EventStore, client: UpstreamClient) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        store: EventStore,
+        client: UpstreamClient,
+        journal: JournaledStore | None = None,
+    ) -> None:
         self.settings = settings
         self.store = store
+        # The proxy records through the journal (when it is on): it rides through outages.
+        self.journal = journal
         self.client = client
         self.owner = new_owner()
         self.history = History(store, checkpoint_every=settings.checkpoint_every)
         self.metrics = Metrics() if settings.metrics else None
         self.traces = trace_export(settings, store) if settings.otel_endpoint else None
-        sinks: list[Callable[[RunReport], None]] = [log_run]
+        sinks: list[Callable[[RunReport], None]] = [log_run, self._closed]
         if self.traces is not None:
             sinks.append(self.traces)
         self.telemetry = Telemetry(self.metrics, sinks)
-        self.proxy = Proxy(store, settings, client, self.owner, self.telemetry)
+        if journal is not None:
+            journal.observer = self.telemetry
+        self.proxy = Proxy(journal or store, settings, client, self.owner, self.telemetry)
         self._tasks: list[asyncio.Task[None]] = []
+        self._to_checkpoint: asyncio.Queue[str] = asyncio.Queue()
         self._owns_store = False
         self._stop_metrics: Callable[[], None] | None = None
 
@@ -46,14 +58,32 @@ class Runtime:
         owns = store is None
         if store is None:
             store = await open_store(settings.db, migrate=True)
+        journal: JournaledStore | None = None
+        try:
+            if settings.journal:
+                journal = await open_journaled(settings, store)
+        except BaseException:
+            if owns:
+                await store.close()
+            raise
         client = upstream_client(settings)
-        runtime = cls(settings, store, client)
+        runtime = cls(settings, store, client, journal)
         runtime._owns_store = owns
         if runtime.metrics is not None and settings.metrics_address:
             runtime._stop_metrics = runtime.metrics.serve(settings.metrics_address)
         await runtime.reap()
         runtime._tasks.append(asyncio.create_task(runtime._keep_alive(), name="heartbeat"))
+        runtime._tasks.append(asyncio.create_task(runtime._checkpointing(), name="checkpoints"))
         return runtime
+
+    def _closed(self, report: RunReport) -> None:
+        """A run ended: its checkpoints are built behind it (``History.build_checkpoints``)."""
+        if self.history.checkpoints:
+            self._to_checkpoint.put_nowait(report.end.run_id)
+
+    async def checkpoints_built(self) -> None:
+        """Wait until the runs ended so far have their checkpoints."""
+        await self._to_checkpoint.join()
 
     async def reap(self) -> list[str]:
         """Runs whose recorder stopped heartbeating (a crash) become ``incomplete``.
@@ -74,6 +104,8 @@ class Runtime:
             with contextlib.suppress(Exception):
                 await self.proxy.close_left_open()
         await self.proxy.close()
+        if self.journal is not None:
+            await self.journal.close()
         await self.client.close()
         if self.traces is not None:
             await self.traces.close()
@@ -82,13 +114,26 @@ class Runtime:
         if self._owns_store:
             await self.store.close()
 
+    async def _checkpointing(self) -> None:
+        # One run at a time, off every client's path. A failure costs only speed: a query
+        # then folds from the nearest checkpoint there is.
+        while True:
+            run_id = await self._to_checkpoint.get()
+            try:
+                with contextlib.suppress(Exception):
+                    await self.history.build_checkpoints(run_id)
+            finally:
+                self._to_checkpoint.task_done()
+
     async def _keep_alive(self) -> None:
         while True:
             await asyncio.sleep(self.settings.heartbeat_interval)
             with contextlib.suppress(Exception):
                 await self.store.heartbeat(list(self.proxy.active), self.owner)
                 await self.reap()
-                if self.proxy.unclosed:
+                # While the journal holds writes, a run's end may be in it, not yet in the
+                # database: close what an outage left open only once the journal drained.
+                if self.proxy.unclosed and not (self.journal and self.journal.degraded):
                     await self.proxy.close_left_open()
 
 

@@ -199,8 +199,13 @@ def create_app(settings: Settings | None = None, *, store: EventStore | None = N
     )
     async def healthz() -> JSON:
         runtime: Runtime = app.state.runtime
+        health = {"ok": True, "version": __version__, "activeRuns": len(runtime.proxy.active)}
+        journal = runtime.journal
+        if journal is not None and journal.degraded:
+            # Up, and recording: what it records is durable in the journal meanwhile.
+            return JSON({**health, "status": "degraded", "journal": journal.health()})
         await runtime.store.max_position()
-        return JSON({"ok": True, "version": __version__, "activeRuns": len(runtime.proxy.active)})
+        return JSON({**health, "status": "ok"})
 
     document_proxy(app)
     if settings.demo_agent:

@@ -22,7 +22,9 @@ from recorder.errors import (
     NotFound,
     RecorderError,
     RunClosed,
+    RunNotFound,
     StoreUnavailable,
+    ThreadNotFound,
     TooManyRuns,
     Unauthenticated,
 )
@@ -85,6 +87,13 @@ def install_error_handlers(app: FastAPI) -> None:
         status = status_for(exc)
         if status == 500:
             return await unexpected(request, exc)
+        if isinstance(exc, (RunNotFound, ThreadNotFound)) and _journaling(request):
+            # It may be one of the runs held in the journal: not knowable until replayed.
+            detail = (
+                f"{exc}: the database has yet to take the writes the recorder holds in its "
+                "journal (a database outage); retry once /healthz reports ok"
+            )
+            return JSONResponse({"detail": detail}, status_code=503, headers={"retry-after": "1"})
         return JSONResponse({"detail": str(exc)}, status_code=status)
 
     async def unexpected(request: Request, exc: Exception) -> JSONResponse:
@@ -101,6 +110,12 @@ def install_error_handlers(app: FastAPI) -> None:
     # the request's fault, not the recorder's.
     app.add_exception_handler(RecursionError, too_deep)
     app.add_exception_handler(Exception, unexpected)
+
+
+def _journaling(request: Request) -> bool:
+    """The recorder holds writes in its journal that the database has yet to take."""
+    runtime: Runtime | None = getattr(request.app.state, "runtime", None)
+    return runtime is not None and runtime.journal is not None and runtime.journal.degraded
 
 
 def explain(exc: RequestValidationError) -> str:

@@ -19,6 +19,7 @@ from recorder.api import create_app
 from recorder.cli.local import describe_database
 from recorder.config import Settings
 from recorder.errors import RecorderError
+from recorder.proxy.journaled import recover
 from recorder.store import EventStore, open_store
 from recorder.telemetry.logs import configure as configure_logging
 
@@ -70,6 +71,9 @@ async def serve(settings: Settings) -> None:
         settings = settings.model_copy(update={"port": sock.getsockname()[1]})
         store = await open_store(settings.db, migrate=True)
         try:
+            if settings.journal:
+                # Before the server: a damaged journal stops the start with a plain error.
+                await recover(settings, store)
             await _run(make_server(settings, store), settings, sock)
         finally:
             await store.close()

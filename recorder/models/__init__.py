@@ -26,7 +26,7 @@ from recorder.models.runs import (
     RunSummary,
     Verification,
 )
-from recorder.models.service import Agent, AgentList, ErrorDetail, Health
+from recorder.models.service import Agent, AgentList, ErrorDetail, Health, JournalHealth
 from recorder.models.state import Checkpoint, Problem, State, ThreadHistory
 from recorder.models.stream import StreamedEvent
 from recorder.models.threads import ForkOrigin, Thread, ThreadDetail, ThreadPage
@@ -47,6 +47,7 @@ __all__ = [
     "ForkStrategy",
     "Health",
     "ImportReport",
+    "JournalHealth",
     "LifecycleViolation",
     "MessageEdit",
     "Model",

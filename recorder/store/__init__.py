@@ -146,8 +146,9 @@ class EventStore(Protocol):
         """
         ...
 
-    async def get_run(self, run_id: str) -> Run:
-        """The run, with its posted input. Raises ``RunNotFound``."""
+    async def get_run(self, run_id: str, *, input: bool = True) -> Run:
+        """The run, with its posted input (``input=False``: without, ``Run.input`` None,
+        which spares rebuilding a large one). Raises ``RunNotFound``."""
         ...
 
     async def read_events(
@@ -212,8 +213,9 @@ class EventStore(Protocol):
         """
         ...
 
-    async def lineage(self, run_id: str) -> list[Run]:
-        """The run's chain of parents, root first, the run itself last.
+    async def lineage(self, run_id: str, *, inputs: bool = True) -> list[Run]:
+        """The run's chain of parents, root first, the run itself last (with their posted
+        inputs unless ``inputs=False``).
 
         The chain ends at a parent that was never recorded here (another system's run).
         Raises ``RunNotFound`` if the run itself is unknown.
@@ -233,6 +235,11 @@ class EventStore(Protocol):
         A checkpoint at the same ``(run_id, seq)`` exists already when a concurrent reader
         saved it first: it is kept, and this call does nothing. Raises ``RunNotFound``.
         """
+        ...
+
+    async def drop_checkpoints(self, run_id: str | None = None) -> int:
+        """Drop the checkpoints of ``run_id`` (of every run when None); how many. They are
+        derived data, rebuilt from the log (``recorder.timetravel.history``)."""
         ...
 
     async def nearest_checkpoint(self, run_id: str, seq: int) -> tuple[int, bytes] | None:

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import orjson
 
-from recorder.errors import InputError, RunNotFound, ThreadNotFound
+from recorder.errors import InputError, RunNotFound, StoreError, ThreadNotFound
+from recorder.store.inputs import Chunk, ChunkCache, batches, reassemble
 from recorder.store.model import Page, Redaction, Run, Thread, ThreadFilter, ThreadSource
 from recorder.store.statements import EVENT_COLUMNS, Body, Fetch, FetchEvents
 from recorder.wire.events import RecordedEvent
@@ -16,13 +18,13 @@ from recorder.wire.events import RecordedEvent
 _RUN_COLUMNS = (
     "r.run_id, r.thread_id, r.agent, r.status, {input}, r.parent_run_id, r.parent_seq, "
     "r.parent_inferred, r.origin, r.outcome, r.error, r.violations, r.event_count, "
-    "r.created_at, r.finished_at, r.heartbeat_at, r.owner"
+    "r.created_at, r.finished_at, r.heartbeat_at, r.owner, {root}"
 )
 RUNS = (
-    f"SELECT {_RUN_COLUMNS.format(input='i.input')} "
+    f"SELECT {_RUN_COLUMNS.format(input='i.input', root='i.root')} "
     "FROM runs r LEFT JOIN run_inputs i ON i.run_id = r.run_id"
 )
-RUNS_WITHOUT_INPUT = f"SELECT {_RUN_COLUMNS.format(input='NULL')} FROM runs r"
+RUNS_WITHOUT_INPUT = f"SELECT {_RUN_COLUMNS.format(input='NULL', root='NULL')} FROM runs r"
 RUN = Fetch(f"{RUNS} WHERE r.run_id = ?")
 _OF_THREAD = " WHERE r.thread_id = ? ORDER BY r.created_at, r.run_id"
 RUNS_OF_THREAD = Fetch(RUNS_WITHOUT_INPUT + _OF_THREAD)
@@ -41,17 +43,54 @@ FORKS = Fetch(
     f"{THREADS} WHERE source_run_id IN (SELECT run_id FROM runs WHERE runs.thread_id = ?) "
     "AND threads.thread_id <> ? ORDER BY created_at, threads.thread_id"
 )
+CHUNKS = "SELECT hash, level, data FROM input_chunks WHERE hash IN"
 MAX_POSITION = Fetch("SELECT max(position) FROM events")
 NEAREST_CHECKPOINT = Fetch(
-    "SELECT seq, data FROM checkpoints WHERE run_id = ? AND seq <= ? ORDER BY seq DESC LIMIT 1"
+    "SELECT seq, data, root FROM checkpoints WHERE run_id = ? AND seq <= ? "
+    "ORDER BY seq DESC LIMIT 1"
 )
+RUN_WITHOUT_INPUT = Fetch(f"{RUNS_WITHOUT_INPUT} WHERE r.run_id = ?")
 
 
-def get_run(run_id: str) -> Body[Run]:
-    rows = yield RUN, (run_id,)
+def get_run(run_id: str, with_input: bool, cache: ChunkCache) -> Body[Run]:
+    rows = yield (RUN if with_input else RUN_WITHOUT_INPUT), (run_id,)
     if not rows:
         raise RunNotFound(run_id)
-    return _run(rows[0])
+    return (yield from _with_input(rows[0], cache))
+
+
+def _with_input(row: Sequence[Any], cache: ChunkCache) -> Body[Run]:
+    """The run of ``row``, its input rebuilt from its chunks when it is kept as a tree."""
+    run = _run(row)
+    if row[17] is None:
+        return run
+    data = yield from _tree(bytes(row[17]), cache, f"the input of run {run.run_id!r}")
+    return replace(run, input=data)
+
+
+def _tree(root: bytes, cache: ChunkCache, what: str) -> Body[bytes]:
+    """The bytes kept under ``root``, read a level at a time (what ``cache`` lacks)."""
+    found: dict[bytes, Chunk] = {}
+    wanted = [root]
+    while wanted:
+        level = list(dict.fromkeys(wanted))
+        missing: list[bytes] = []
+        for key in level:
+            chunk = cache.get(key)
+            if chunk is None:
+                missing.append(key)
+            else:
+                found[key] = chunk
+        for batch in batches(missing):
+            marks = ", ".join("?" * len(batch))
+            rows = yield Fetch(f"{CHUNKS} ({marks})"), batch
+            read = [Chunk(bytes(key), int(depth), bytes(data)) for key, depth, data in rows]
+            found.update((chunk.hash, chunk) for chunk in read)
+            cache.put(read)
+        if any(key not in found for key in missing):
+            raise StoreError(f"{what} is missing from the store")
+        wanted = [child for key in level for child in found[key].children()]
+    return reassemble(root, found)
 
 
 def read_events(
@@ -91,9 +130,15 @@ def max_position() -> Body[int]:
     return int(value or 0)
 
 
-def list_runs(thread_id: str, inputs: bool) -> Body[list[Run]]:
-    rows = yield (RUNS_OF_THREAD_WITH_INPUTS if inputs else RUNS_OF_THREAD), (thread_id,)
-    return [_run(row) for row in rows]
+def list_runs(thread_id: str, inputs: bool, cache: ChunkCache) -> Body[list[Run]]:
+    if not inputs:
+        rows = yield RUNS_OF_THREAD, (thread_id,)
+        return [_run(row) for row in rows]
+    rows = yield RUNS_OF_THREAD_WITH_INPUTS, (thread_id,)
+    runs: list[Run] = []
+    for row in rows:
+        runs.append((yield from _with_input(row, cache)))
+    return runs
 
 
 def get_thread(thread_id: str) -> Body[Thread]:
@@ -137,27 +182,32 @@ def list_threads(filters: ThreadFilter, limit: int, cursor: str | None) -> Body[
     return Page(items, _encode_cursor(items[-1].updated_at, items[-1].thread_id))
 
 
-def lineage(run_id: str) -> Body[list[Run]]:
+def lineage(run_id: str, inputs: bool, cache: ChunkCache) -> Body[list[Run]]:
     chain: list[Run] = []
     seen: set[str] = set()
     current: str | None = run_id
     while current is not None and current not in seen:
         seen.add(current)
-        rows = yield RUN, (current,)
+        rows = yield (RUN if inputs else RUN_WITHOUT_INPUT), (current,)
         if not rows:
             if not chain:
                 raise RunNotFound(run_id)
             break  # a parent that was never recorded here (e.g. another system's run)
-        run = _run(rows[0])
+        run = yield from _with_input(rows[0], cache)
         chain.append(run)
         current = run.parent_run_id
     chain.reverse()
     return chain
 
 
-def nearest_checkpoint(run_id: str, seq: int) -> Body[tuple[int, bytes] | None]:
+def nearest_checkpoint(run_id: str, seq: int, cache: ChunkCache) -> Body[tuple[int, bytes] | None]:
     rows = yield NEAREST_CHECKPOINT, (run_id, seq)
-    return (int(rows[0][0]), bytes(rows[0][1])) if rows else None
+    if not rows:
+        return None
+    at, data, root = rows[0]
+    if data is None:  # kept as a tree
+        data = yield from _tree(bytes(root), cache, f"a checkpoint of run {run_id!r}")
+    return int(at), bytes(data)
 
 
 def _thread_conditions(f: ThreadFilter) -> tuple[list[str], list[Any]]:

@@ -82,12 +82,24 @@ runs = Table(
 
 # The RunAgentInput exactly as posted, apart from the run row: inputs carry the whole
 # history (often hundreds of KB) and the run row is updated on every append; SQLite
-# rewrites a row with all its overflow pages on each update.
+# rewrites a row with all its overflow pages on each update. Small inputs are kept whole
+# (``input``); others as the ``root`` of a tree in ``input_chunks`` (recorder.store.inputs).
 run_inputs = Table(
     "run_inputs",
     metadata,
     Column("run_id", String, ForeignKey("runs.run_id"), primary_key=True),
-    Column("input", LargeBinary, nullable=False),
+    Column("input", LargeBinary, nullable=True),
+    Column("root", LargeBinary, nullable=True),
+)
+
+# Content-addressed pieces of posted inputs, shared by every run whose input holds them:
+# level 0 holds bytes, level n the hashes of its children. Never updated or deleted.
+input_chunks = Table(
+    "input_chunks",
+    metadata,
+    Column("hash", LargeBinary, primary_key=True),
+    Column("level", Integer, nullable=False),
+    Column("data", LargeBinary, nullable=False),
 )
 
 events = Table(
@@ -123,5 +135,7 @@ checkpoints = Table(
     metadata,
     Column("run_id", String, ForeignKey("runs.run_id"), primary_key=True),
     Column("seq", Integer, primary_key=True),
-    Column("data", LargeBinary, nullable=False),
+    # Small ones whole, others as the root of a tree in ``input_chunks``, like inputs.
+    Column("data", LargeBinary, nullable=True),
+    Column("root", LargeBinary, nullable=True),
 )

@@ -30,6 +30,7 @@ from typing import Protocol, TypeVar
 
 from recorder.store import reads, writes
 from recorder.store.errors import Failure, store_errors
+from recorder.store.inputs import ChunkCache
 from recorder.store.model import (
     Appended,
     NewEvent,
@@ -74,6 +75,7 @@ class SqlStore:
         self.url = database.url
         self._wake = asyncio.Event()
         self._listening = False
+        self._chunks = ChunkCache()
 
     @property
     def append_survives_cancel(self) -> bool:
@@ -90,7 +92,13 @@ class SqlStore:
 
     async def create_run(self, run: NewRun) -> Run:
         taken = f"run {run.run_id!r} already exists"
-        return await self._write(lambda: writes.create_run(run), 1, len(run.input or b""), taken)
+        tree = writes.input_tree(run.input)
+        # A tree usually adds a few chunks to what is stored: a small transaction.
+        size = 0 if tree is not None else len(run.input or b"")
+        created = await self._write(lambda: writes.create_run(run, tree), 1, size, taken)
+        if tree is not None:
+            self._chunks.put(tree.chunks.values())
+        return created
 
     async def append(self, run_id: str, events: Sequence[NewEvent]) -> list[Appended]:
         return (await self.append_batches([(run_id, events)]))[0]
@@ -145,12 +153,19 @@ class SqlStore:
         return closed
 
     async def save_checkpoint(self, run_id: str, seq: int, data: bytes) -> None:
-        await self._write(lambda: writes.save_checkpoint(run_id, seq, data), 0, len(data))
+        tree = writes.input_tree(data)
+        size = 0 if tree is not None else len(data)
+        await self._write(lambda: writes.save_checkpoint(run_id, seq, data, tree), 0, size)
+        if tree is not None:
+            self._chunks.put(tree.chunks.values())
+
+    async def drop_checkpoints(self, run_id: str | None = None) -> int:
+        return await self._write(lambda: writes.drop_checkpoints(run_id))
 
     # -- reading ---------------------------------------------------------------------------
 
-    async def get_run(self, run_id: str) -> Run:
-        return await self._read(lambda: reads.get_run(run_id))
+    async def get_run(self, run_id: str, *, input: bool = True) -> Run:
+        return await self._read(lambda: reads.get_run(run_id, input, self._chunks))
 
     async def read_events(
         self, run_id: str, *, gt: int = -1, lte: int | None = None, limit: int | None = None
@@ -166,7 +181,7 @@ class SqlStore:
         return await self._read(reads.max_position)
 
     async def list_runs(self, thread_id: str, *, inputs: bool = False) -> list[Run]:
-        return await self._read(lambda: reads.list_runs(thread_id, inputs))
+        return await self._read(lambda: reads.list_runs(thread_id, inputs, self._chunks))
 
     async def get_thread(self, thread_id: str) -> Thread:
         return await self._read(lambda: reads.get_thread(thread_id))
@@ -183,11 +198,11 @@ class SqlStore:
         wanted = filters or ThreadFilter()
         return await self._read(lambda: reads.list_threads(wanted, limit, cursor))
 
-    async def lineage(self, run_id: str) -> list[Run]:
-        return await self._read(lambda: reads.lineage(run_id))
+    async def lineage(self, run_id: str, *, inputs: bool = True) -> list[Run]:
+        return await self._read(lambda: reads.lineage(run_id, inputs, self._chunks))
 
     async def nearest_checkpoint(self, run_id: str, seq: int) -> tuple[int, bytes] | None:
-        return await self._read(lambda: reads.nearest_checkpoint(run_id, seq))
+        return await self._read(lambda: reads.nearest_checkpoint(run_id, seq, self._chunks))
 
     async def wait(self, timeout: float) -> None:
         if not self._listening:

@@ -22,6 +22,7 @@ from typing import Any
 import orjson
 
 from recorder.errors import Conflict, InputError, RunClosed, RunNotFound, ThreadNotFound
+from recorder.store.inputs import INLINE_BELOW, InputTree, batches, build
 from recorder.store.model import (
     INCOMPLETE,
     RUNNING,
@@ -57,7 +58,7 @@ INSERT_RUN = Execute(
     "parent_inferred, origin, created_at, heartbeat_at, owner) "
     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
-INSERT_INPUT = Execute("INSERT INTO run_inputs (run_id, input) VALUES (?, ?)")
+INSERT_INPUT = Execute("INSERT INTO run_inputs (run_id, input, root) VALUES (?, ?, ?)")
 INSERT_REDACTION = Execute(
     "INSERT INTO redactions (run_id, seq, rules, original_mac, recorded_at) VALUES (?, ?, ?, ?, ?)"
 )
@@ -75,18 +76,29 @@ HEARTBEAT = Execute(
 )
 RUN_EXISTS = Fetch("SELECT 1 FROM runs WHERE run_id = ?")
 SAVE_CHECKPOINT = Execute(
-    "INSERT INTO checkpoints (run_id, seq, data) VALUES (?, ?, ?) "
+    "INSERT INTO checkpoints (run_id, seq, data, root) VALUES (?, ?, ?, ?) "
     "ON CONFLICT (run_id, seq) DO NOTHING"
 )
+DROP_CHECKPOINTS = Execute("DELETE FROM checkpoints")
+DROP_RUN_CHECKPOINTS = Execute("DELETE FROM checkpoints WHERE run_id = ?")
 # A run that appended within this long was refreshed by the append itself.
 FRESH_FOR = 1.0
 
 
-def create_run(run: NewRun) -> Body[Run]:
+def input_tree(posted: bytes | None) -> InputTree | None:
+    """How ``create_run`` keeps ``posted``: None when whole (absent or small), else its
+    tree of chunks (``recorder.store.inputs``). Made once per run, outside the body, so a
+    transaction that starts over does not cut the input again."""
+    if posted is None or len(posted) < INLINE_BELOW:
+        return None
+    return build(posted)
+
+
+def create_run(run: NewRun, tree: InputTree | None = None) -> Body[Run]:
     """Claim the thread (insert-if-absent, then lock its row: concurrent first runs of a
     thread do not collide, and concurrent runs on it line up, each seeing the one before),
-    then insert the run and its input; a thread created here from a given parent keeps it
-    as its source."""
+    then insert the run and its input (whole, or the chunks of its ``tree`` the store
+    lacks); a thread created here from a given parent keeps it as its source."""
     _refuse_nul(run.run_id, run.thread_id, run.parent_run_id)
     # The heartbeat is the creation's own time, even for a run created with an earlier
     # ``created_at`` (an import): a writer is at work on it, not one that stopped long ago.
@@ -117,10 +129,13 @@ def create_run(run: NewRun) -> Body[Run]:
         run.owner,
     )
     yield INSERT_RUN, columns
-    if run.input is not None:
-        yield INSERT_INPUT, (run.run_id, run.input)
-        if run.input_redacted is not None:
-            yield INSERT_REDACTION, _redaction_row(run.run_id, -1, run.input_redacted, now)
+    if tree is not None:
+        yield from insert_chunks(tree)
+        yield INSERT_INPUT, (run.run_id, None, tree.root)
+    elif run.input is not None:
+        yield INSERT_INPUT, (run.run_id, run.input, None)
+    if run.input is not None and run.input_redacted is not None:
+        yield INSERT_REDACTION, _redaction_row(run.run_id, -1, run.input_redacted, now)
     if created and parent is not None and not inferred and parent != run.run_id:
         # A new thread started from a given parent (a fork into a new thread): the thread
         # keeps the point it branched off at.
@@ -143,6 +158,37 @@ def create_run(run: NewRun) -> Body[Run]:
         finished_at=None,
         heartbeat_at=beat,
         owner=run.owner,
+    )
+
+
+def insert_chunks(tree: InputTree) -> Body[int]:
+    """Insert the chunks of ``tree`` that the store lacks; how many it lacked.
+
+    From the root down: a chunk found stored has its whole subtree stored (a tree is
+    inserted in one transaction and chunks are never deleted), so only the children of
+    chunks inserted here are looked at, a level at a time. Each level is one statement
+    per batch, its rows sorted by hash: two transactions inserting shared chunks wait on
+    each other in one order and cannot deadlock.
+    """
+    inserted = 0
+    frontier = [tree.root]
+    while frontier:
+        new: list[bytes] = []
+        for batch in batches(sorted(frontier)):
+            chunks = [tree.chunks[key] for key in batch]
+            params = [v for chunk in chunks for v in (chunk.hash, chunk.level, chunk.data)]
+            rows = yield _insert_chunks(len(batch)), params
+            new += [bytes(row[0]) for row in rows]
+        inserted += len(new)
+        frontier = sorted({child for key in new for child in tree.chunks[key].children()})
+    return inserted
+
+
+def _insert_chunks(count: int) -> Fetch:
+    values = ", ".join(["(?, ?, ?)"] * count)
+    return Fetch(
+        f"INSERT INTO input_chunks (hash, level, data) VALUES {values} "
+        "ON CONFLICT (hash) DO NOTHING RETURNING hash"
     )
 
 
@@ -240,11 +286,23 @@ def mark_incomplete(
     return sorted(str(row[0]) for row in rows)
 
 
-def save_checkpoint(run_id: str, seq: int, data: bytes) -> Body[None]:
+def save_checkpoint(run_id: str, seq: int, data: bytes, tree: InputTree | None) -> Body[None]:
     # A checkpoint that exists already was saved by a concurrent reader: same data.
     if not (yield RUN_EXISTS, (run_id,)):
         raise RunNotFound(run_id)
-    yield SAVE_CHECKPOINT, (run_id, seq, data)
+    if tree is None:
+        yield SAVE_CHECKPOINT, (run_id, seq, data, None)
+    else:
+        yield from insert_chunks(tree)
+        yield SAVE_CHECKPOINT, (run_id, seq, None, tree.root)
+
+
+def drop_checkpoints(run_id: str | None) -> Body[int]:
+    if run_id is None:
+        dropped: int = yield DROP_CHECKPOINTS, ()
+    else:
+        dropped = yield DROP_RUN_CHECKPOINTS, (run_id,)
+    return dropped
 
 
 def _claimed(run_id: str, count: int, row: Sequence[Any] | None) -> tuple[str, int]:

@@ -6,11 +6,15 @@ messages and state); imported runs without one use RUN_STARTED's ``input``, and 
 that the projection at the parent's fork point. From there the run's own events are
 folded, so the cost never grows with the thread, and checkpoints (derived data in their
 own table, safe to drop) bound it inside long runs too: a run's prefix never changes, so a
-checkpoint at ``seq`` stays true while the run goes on.
+checkpoint at ``seq`` stays true while the run goes on. When a run closes, the recorder
+folds it once more off its client's path (``build_checkpoints``): checkpoints inside it and
+one at its last event, so the state at any run boundary is one checkpoint away and no
+first query pays for building them.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,11 +35,17 @@ class StartingPoint:
 
 
 class History:
-    def __init__(self, store: EventStore, *, checkpoint_every: int = 1000) -> None:
+    """Projections of recorded runs; ``checkpoint_every`` 0 or less keeps no checkpoints
+    and reads none (every query folds from the run's start)."""
+
+    def __init__(self, store: EventStore, *, checkpoint_every: int = 250) -> None:
         self.store = store
-        self.checkpoint_every = checkpoint_every
+        self.checkpoints = checkpoint_every > 0
+        self.checkpoint_every = checkpoint_every if self.checkpoints else 2**62
 
     async def starting_point(self, run: Run, _depth: int = 0) -> StartingPoint:
+        if run.input is None:  # perhaps read without it (``get_run(input=False)``)
+            run = await self.store.get_run(run.run_id)
         posted = decode(run.input) if run.input is not None else None
         if posted is not None:
             return _from_input(posted, "input")
@@ -64,20 +74,46 @@ class History:
         if target < -1:
             raise InputError(f"seq must be -1 or more, got {target}")
         target = min(target, last)
-        projector, done = await self._resume_point(run, target, _depth)
+        found = await self._checkpoint_at(run, target)
+        if found is not None and found[0] == target:  # nothing to fold: read it as it is
+            return Projector.projection_of(found[1])
+        projector, done = await self._resume_point(run, target, _depth, found)
         await self._fold(run, projector, done, target)
         return projector.take()
 
-    async def _resume_point(self, run: Run, target: int, depth: int) -> tuple[Projector, int]:
-        if target >= self.checkpoint_every - 1:
-            found = await self.store.nearest_checkpoint(run.run_id, target)
-            if found is not None:
-                return Projector.restore(found[1]), found[0]
+    async def build_checkpoints(self, run_id: str) -> int:
+        """Fold a run to its end once, keeping a checkpoint every ``checkpoint_every``
+        events and one at its last event (its boundary: the state a run after it starts
+        from, read from one row). Done when a run closes, off its client's path; what is
+        there already is kept. The number of its events."""
+        run = await self.store.get_run(run_id, input=False)
+        last = run.event_count - 1
+        if last < 0 or not self.checkpoints:
+            return 0
+        found = await self._checkpoint_at(run, last)
+        projector, done = await self._resume_point(run, last, 0, found)
+        if done < last:
+            await self._fold(run, projector, done, last, keep_last=True)
+        return run.event_count
+
+    async def _checkpoint_at(self, run: Run, target: int) -> tuple[int, bytes] | None:
+        """The nearest checkpoint at or before ``target``, if checkpoints are kept."""
+        if target < 0 or not self.checkpoints:
+            return None
+        return await self.store.nearest_checkpoint(run.run_id, target)
+
+    async def _resume_point(
+        self, run: Run, target: int, depth: int, found: tuple[int, bytes] | None
+    ) -> tuple[Projector, int]:
+        if found is not None:
+            return Projector.restore(found[1]), found[0]
         start = await self.starting_point(run, depth)
         # The starting point was decoded for this call alone: the projector may own it.
         return Projector(start.messages, start.state, copy=False), -1
 
-    async def _fold(self, run: Run, projector: Projector, done: int, target: int) -> None:
+    async def _fold(
+        self, run: Run, projector: Projector, done: int, target: int, *, keep_last: bool = False
+    ) -> None:
         every = self.checkpoint_every
         while done < target:
             page = await self.store.read_events(run.run_id, gt=done, lte=min(target, done + _PAGE))
@@ -85,9 +121,23 @@ class History:
                 return
             for event in page:
                 projector.feed(event.payload)
-                if event.seq % every == every - 1 and event.seq < target:
+                if self.checkpoints and (
+                    (event.seq % every == every - 1 and event.seq < target)
+                    or (keep_last and event.seq == target)
+                ):
                     await self.store.save_checkpoint(run.run_id, event.seq, projector.checkpoint())
             done = page[-1].seq
+
+
+async def rebuild_checkpoints(history: History, run_ids: Iterable[str]) -> int:
+    """Drop every checkpoint and build those of ``run_ids`` again (checkpoints are derived
+    data: the answers do not change); the number of runs rebuilt."""
+    await history.store.drop_checkpoints()
+    count = 0
+    for run_id in run_ids:
+        await history.build_checkpoints(run_id)
+        count += 1
+    return count
 
 
 def _from_input(posted: dict[str, Any], source: str) -> StartingPoint:

@@ -91,7 +91,8 @@ class ThreadStream:
         thread = await self.store.get_thread(thread_id)
         if thread.latest_run_id is None:
             return
-        branch = await self.store.lineage(thread.latest_run_id)
+        # Without inputs: a run's starting point is read only where a projection needs it.
+        branch = await self.store.lineage(thread.latest_run_id, inputs=False)
         branch = [r for r in branch if r.thread_id == thread_id] or branch[-1:]
         if compact:
             async for chunk in self._compact(branch):

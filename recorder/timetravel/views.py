@@ -183,7 +183,7 @@ async def events_page(
     check_after_seq(after_seq)
     if not 1 <= limit <= 10_000:
         raise InputError(f"limit must be 1 to 10000, got {limit}")
-    run = await store.get_run(run_id)
+    run = await store.get_run(run_id, input=False)
     events = await store.read_events(run_id, gt=after_seq, limit=limit)
     more = bool(events) and events[-1].seq < run.event_count - 1
     return {
@@ -217,7 +217,9 @@ async def run_state(
     store: EventStore, history: History, run_id: str, *, seq: int | None = None
 ) -> dict[str, Any]:
     """Messages, state and pending interrupts after event ``seq`` (default: the end)."""
-    run = await store.get_run(run_id)
+    # Without its input: a checkpoint usually answers, and the projection reads the input
+    # only when it folds from the run's start.
+    run = await store.get_run(run_id, input=False)
     check_seq(run, seq)
     at = await history.project(run, seq)
     return {"threadId": run.thread_id, "runId": run_id, "seq": seq, **at.to_json()}
@@ -244,7 +246,7 @@ async def thread_state(
             "problems": [],
         }
         return {"threadId": thread_id, "runId": None, "seq": None, **empty}
-    run = await store.get_run(run_id)
+    run = await store.get_run(run_id, input=False)
     if run.thread_id != thread_id:
         raise InputError(f"run {run_id!r} is not in thread {thread_id!r}")
     check_seq(run, seq)
@@ -262,8 +264,9 @@ async def thread_history(
     await store.get_thread(thread_id)
     points = [
         (run, seq)
-        # (with their inputs: a run's starting point is its posted input)
-        for run in reversed(await store.list_runs(thread_id, inputs=True))
+        # Without their inputs: a run's end is its checkpoint, and its start (the posted
+        # input) is read for the points listed only.
+        for run in reversed(await store.list_runs(thread_id))
         for seq in ([run.event_count - 1, -1] if run.event_count else [-1])
     ]
     checkpoints = [await _checkpoint(history, run, seq) for run, seq in points[:limit]]
@@ -288,7 +291,7 @@ async def _checkpoint(history: History, run: Run, seq: int) -> dict[str, Any]:
 
 async def verify_run(store: EventStore, run_id: str) -> dict[str, Any]:
     """The reference client's checks over the run's recorded events, in order."""
-    run = await store.get_run(run_id)
+    run = await store.get_run(run_id, input=False)
     frames: list[bytes] = []
     done = -1
     while True:

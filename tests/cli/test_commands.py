@@ -246,3 +246,44 @@ async def test_errors_are_one_line(tmp_path: Path) -> None:
     assert done.code == 2 and "NAME=URL" in done.err
     done = await run_main("threads", "--url", f"http://127.0.0.1:{free_port()}")
     assert done.code == 2 and "cannot reach the recorder at" in done.err
+
+
+async def test_rebuild_drops_and_builds_checkpoints_to_the_same_answers(tmp_path: Path) -> None:
+    from recorder.store import NewEvent, NewRun, open_store
+    from recorder.timetravel.history import History
+    from tests.conftest import raw_sql
+
+    url = f"sqlite+aiosqlite:///{tmp_path / 'r.db'}"
+    store = await open_store(url, migrate=True)
+    frames = [
+        b'{"type":"RUN_STARTED","threadId":"t","runId":"r"}',
+        *(
+            json.dumps(
+                {"type": "STATE_DELTA", "delta": [{"op": "add", "path": f"/k{i}", "value": i}]}
+            ).encode()
+            for i in range(30)
+        ),
+        b'{"type":"RUN_FINISHED","threadId":"t","runId":"r"}',
+    ]
+    try:
+        await store.create_run(NewRun("r", "t", input=b'{"messages":[],"state":{}}'))
+        await store.append("r", [NewEvent(f, None) for f in frames])
+        await store.set_status("r", "finished")
+        before = (
+            await History(store, checkpoint_every=0).project(await store.get_run("r"))
+        ).to_json()
+        await raw_sql(
+            store, "INSERT INTO checkpoints (run_id, seq, data) VALUES ('r', 31, ?)", b"{}"
+        )
+    finally:
+        await store.close()
+    done = await run_main("rebuild", "--db", url)
+    assert (done.code, done.out) == (0, f"rebuilt the checkpoints of 1 runs in {url}\n")
+    store = await open_store(url)
+    try:
+        seqs = [s for (s,) in await raw_sql(store, "SELECT seq FROM checkpoints ORDER BY seq")]
+        assert seqs == [31]  # the forged one gone, the run's end built again
+        after = (await History(store).project(await store.get_run("r", input=False))).to_json()
+        assert after == before
+    finally:
+        await store.close()

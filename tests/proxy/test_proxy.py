@@ -461,7 +461,10 @@ async def test_store_failure_mid_run(db_url: str, mode: str) -> None:
     inner = await open_store(db_url, migrate=True)
     failing = FailingStore(inner, ok=2)
     async with demo_upstream() as upstream:
-        settings = Settings(db=db_url, agents={"demo": upstream}, on_store_failure=mode)
+        # Without the journal (with it, the run rides through: tests/proxy/test_journal_*).
+        settings = Settings(
+            db=db_url, agents={"demo": upstream}, on_store_failure=mode, journal=False
+        )
         body = run_input("t", "r1", forwardedProps={"demo": {"delay": 0.005}})
         async with serving(create_app(settings, store=failing)) as rec:  # type: ignore[arg-type]
             _status, frames, _ = await post_stream(f"{rec}/agents/demo", body)

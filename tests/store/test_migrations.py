@@ -37,6 +37,7 @@ async def test_upgrade_downgrade_upgrade_without_drift(db_url: str) -> None:
                 "threads",
                 "runs",
                 "run_inputs",
+                "input_chunks",
                 "events",
                 "checkpoints",
                 "redactions",
@@ -84,3 +85,32 @@ async def test_concurrent_starts_migrate_once(pg_url: str) -> None:
     finally:
         for s in stores:
             await s.close()
+
+
+async def test_downgrading_storage_puts_chunked_inputs_back_whole(db_url: str) -> None:
+    from sqlalchemy import text
+
+    from recorder.store import NewRun, open_store
+
+    store = await open_store(db_url, migrate=True)
+    big = b'{"messages":[' + b",".join(b'{"id":"m%d","c":"%d"}' % (i, i * 7) for i in range(300))
+    big += b"]}"
+    try:
+        await store.create_run(NewRun("r1", "t", input=big))
+    finally:
+        await store.close()
+    engine = create_async_engine(db_url)
+    try:
+        async with engine.begin() as conn:
+            await conn.run_sync(lambda sync: command.downgrade(alembic_config(sync), "0002"))
+        async with engine.connect() as conn:
+            kept = (await conn.execute(text("SELECT input FROM run_inputs"))).scalar()
+            assert bytes(kept) == big
+        await upgrade(engine)
+    finally:
+        await engine.dispose()
+    store = await open_store(db_url)
+    try:
+        assert (await store.get_run("r1")).input == big
+    finally:
+        await store.close()

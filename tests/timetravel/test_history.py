@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import httpx
 import orjson
 import pytest
 
 from bench.workload import mixed_events
 from recorder.errors import InputError
 from recorder.reference.projector import fold
-from recorder.store import EventStore, NewEvent, NewRun
-from recorder.timetravel.history import History
+from recorder.store import EventStore, NewEvent, NewRun, open_store
+from recorder.timetravel.history import History, rebuild_checkpoints
 from tests.conftest import raw_sql
+from tests.servers import demo_upstream, eventually, post_run, recorder_at, run_closed, user
 
 START = [{"id": "u0", "role": "user", "content": "start here"}]
 
@@ -86,3 +88,81 @@ async def test_bad_points(store: EventStore) -> None:
         await history.project(await store.get_run("r1"), -2)
     end = await history.project(await store.get_run("r1"))
     assert (await history.project(await store.get_run("r1"), 10_000)) == end
+
+
+async def test_checkpoints_built_at_close_answer_and_rebuild_to_the_same_answers(
+    store: EventStore,
+) -> None:
+    frames = mixed_events(300, seed=6)
+    await record(store, "r1", frames)
+    history = History(store, checkpoint_every=100)
+    assert await history.build_checkpoints("r1") == 300
+    saved = [seq for (seq,) in await raw_sql(store, "SELECT seq FROM checkpoints ORDER BY seq")]
+    assert saved == [99, 199, 299]  # inside the run, and at its boundary
+    # Large checkpoints are kept as trees of shared chunks, like inputs.
+    trees = await raw_sql(store, "SELECT count(*) FROM checkpoints WHERE root IS NOT NULL")
+    assert trees[0][0] >= 1
+    run = await store.get_run("r1", input=False)
+    assert run.input is None
+    points = [-1, 0, 98, 99, 150, 299, None]
+
+    async def answers(h: History) -> list[object]:
+        return [(await h.project(run, seq)).to_json() for seq in points]
+
+    want = [
+        fold(
+            frames[: len(frames) if seq is None else seq + 1], messages=START, state={"s": 1}
+        ).to_json()
+        for seq in points
+    ]
+    assert await answers(history) == want
+    # The boundary is read from its checkpoint: a forged one shows through.
+    from recorder.reference.projector import Projector
+
+    forged = Projector([{"id": "forged", "role": "user", "content": "x"}], {"forged": True})
+    await raw_sql(
+        store, "UPDATE checkpoints SET data = ?, root = NULL WHERE seq = 299", forged.checkpoint()
+    )
+    assert (await history.project(run)).state == {"forged": True}
+    # Derived data: dropped and rebuilt, the answers are the log's again.
+    assert await rebuild_checkpoints(history, ["r1"]) == 1
+    again = [seq for (seq,) in await raw_sql(store, "SELECT seq FROM checkpoints ORDER BY seq")]
+    assert again == [99, 199, 299]
+    assert await answers(History(store, checkpoint_every=100)) == want
+    # With checkpoints off, none is read: the forged one changes nothing.
+    await raw_sql(store, "UPDATE checkpoints SET data = ?, root = NULL", forged.checkpoint())
+    assert await answers(History(store, checkpoint_every=0)) == want
+
+
+async def test_a_recorder_builds_a_runs_checkpoints_when_it_closes(db_url: str) -> None:
+    async with demo_upstream() as upstream, recorder_at(db_url, {"demo": upstream}) as rec:
+        async with httpx.AsyncClient(timeout=30, trust_env=False) as client:
+            body = {
+                "threadId": "t",
+                "runId": "r1",
+                "messages": [user("hello")],
+                "state": {},
+                "tools": [],
+                "context": [],
+                "forwardedProps": {},
+            }
+            await post_run(client, f"{rec}/agents/demo", body)
+            opened = await open_store(db_url)
+            try:
+                run = await run_closed(opened, "r1")
+
+                async def built() -> bool:
+                    found = await opened.nearest_checkpoint("r1", run.event_count - 1)
+                    return found is not None and found[0] == run.event_count - 1
+
+                await eventually(built, "the end checkpoint of r1")
+            finally:
+                await opened.close()
+            state = (await client.get(f"{rec}/runs/r1/state")).json()
+            fresh = History(await open_store(db_url), checkpoint_every=0)
+            try:
+                plain = await fresh.project(await fresh.store.get_run("r1"))
+            finally:
+                await fresh.store.close()
+            assert state["messages"] == plain.to_json()["messages"]
+            assert state["state"] == plain.to_json()["state"]

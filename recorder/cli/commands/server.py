@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from recorder.cli.context import Context
 from recorder.cli.demo import run_demo
-from recorder.cli.local import describe_database
+from recorder.cli.local import describe_database, open_database
 from recorder.cli.parser import Commands
 from recorder.cli.serve import serve as serve_forever
-from recorder.store import open_store
+from recorder.store import EventStore, open_store
+from recorder.store.model import RUNNING
+from recorder.timetravel.history import History, rebuild_checkpoints
 
 
 def register(commands: Commands) -> None:
@@ -29,6 +31,12 @@ def register(commands: Commands) -> None:
     p.add_argument("--port", type=int, default=0, help="port for --serve (default: any free one)")
 
     commands.add("migrate", migrate, "create the database or bring it up to date", db=True)
+    commands.add(
+        "rebuild",
+        rebuild,
+        "drop the derived checkpoints and build them again from the log",
+        db=True,
+    )
 
 
 async def serve(context: Context) -> int:
@@ -58,3 +66,30 @@ async def migrate(context: Context) -> int:
     await store.close()
     context.out.line(f"migrated {describe_database(settings.db)}")
     return 0
+
+
+async def rebuild(context: Context) -> int:
+    """Checkpoints are derived data: dropped, then built again from the log, run by run
+    (every closed run; a running one gets its checkpoints when it closes)."""
+    settings = context.settings()
+    store = await open_database(settings.db, create=False)
+    try:
+        history = History(store, checkpoint_every=settings.checkpoint_every)
+        count = await rebuild_checkpoints(history, await _closed_runs(store))
+    finally:
+        await store.close()
+    context.out.line(f"rebuilt the checkpoints of {count} runs in {describe_database(settings.db)}")
+    return 0
+
+
+async def _closed_runs(store: EventStore) -> list[str]:
+    run_ids: list[str] = []
+    cursor = None
+    while True:
+        page = await store.list_threads(limit=500, cursor=cursor)
+        for thread in page.items:
+            runs = await store.list_runs(thread.thread_id)
+            run_ids += [run.run_id for run in runs if run.status != RUNNING]
+        if page.cursor is None:
+            return run_ids
+        cursor = page.cursor

@@ -35,3 +35,13 @@ async def test_a_cycle_of_parents_ends(store: EventStore) -> None:
 async def test_an_unknown_run_is_not_found(store: EventStore) -> None:
     with pytest.raises(RunNotFound, match="'nope'"):
         await store.lineage("nope")
+
+
+async def test_lineage_without_inputs(store: EventStore) -> None:
+    big = b'{"messages":[' + b",".join(b'{"id":"m%d"},' % i for i in range(200)) + b"]}"
+    await store.create_run(NewRun("p1", "t1", input=big))
+    await store.create_run(NewRun("p2", "t1", input=b"{}", parent_run_id="p1"))
+    assert [r.input for r in await store.lineage("p2")] == [big, b"{}"]
+    bare = await store.lineage("p2", inputs=False)
+    assert [(r.run_id, r.input) for r in bare] == [("p1", None), ("p2", None)]
+    assert (await store.get_run("p1", input=False)).input is None

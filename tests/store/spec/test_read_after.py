@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 import random
 
-from recorder.store import EventStore, NewRun
-from tests.store.spec.conftest import ev
+from recorder.store import EventStore, NewRun, open_store
+from tests.store.spec.conftest import ev, shared_database
 
 
 async def test_reads_by_position(store: EventStore) -> None:
@@ -57,3 +57,46 @@ async def test_tailing_by_position_never_skips_a_late_commit(store: EventStore) 
     assert len(seen) == total
     for r in runs:  # and every run's seqs are gap-free
         assert [e.seq for e in await store.read_events(r)] == list(range(25))
+
+
+async def test_two_stores_on_one_database_keep_commit_order_and_gap_free_seqs(
+    store: EventStore, spec_url: str
+) -> None:
+    """Two recorders on one database (each store its own connections, as two processes
+    have): a tail of either sees every position once, in order, and every run's seqs are
+    gap-free, however their appends interleave."""
+    if not shared_database(spec_url):
+        return  # an in-memory database has one store
+    other = await open_store(spec_url)
+    try:
+        stores = [store, other]
+        runs = [f"s{i}" for i in range(8)]
+        for n, r in enumerate(runs):
+            await stores[n % 2].create_run(NewRun(r, f"t{n % 3}"))
+        rng = random.Random(11)
+
+        async def writer(n: int, run_id: str) -> None:
+            for i in range(20):
+                await stores[n % 2].append(run_id, [ev(f'{{"i":{i}}}'), ev(f'{{"j":{i}}}')])
+                await asyncio.sleep(rng.random() / 500)
+
+        total = len(runs) * 40
+        seen: list[int] = []
+
+        async def tail(reader: EventStore) -> None:
+            last = 0
+            while len(seen) < total:
+                for e in await reader.read_after(last):
+                    assert e.position > last
+                    seen.append(e.position)
+                    last = e.position
+                await asyncio.sleep(0)
+
+        writers = (writer(n, r) for n, r in enumerate(runs))
+        await asyncio.wait_for(asyncio.gather(tail(other), *writers), 60)
+        assert seen == [e.position for e in await store.read_after(0)]
+        assert len(seen) == total
+        for r in runs:
+            assert [e.seq for e in await other.read_events(r)] == list(range(40))
+    finally:
+        await other.close()

@@ -1,0 +1,183 @@
+"""A journal left by a recorder that crashed: replayed at the next start, its torn tail cut;
+a damaged one refused with a clear error and kept aside, never replayed nor dropped."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+
+import pytest
+
+from recorder.config import Settings
+from recorder.errors import ConfigError, JournalCorrupt
+from recorder.proxy.journal import MAGIC, JournalFile, Record, encode
+from recorder.proxy.journaled import JournaledStore
+from recorder.runtime import Runtime
+from recorder.store import NewEvent, NewRun, open_store
+from tests.proxy.down import Switchable
+
+OWNER = "recorder-gone"
+
+
+async def _crashed_journal(url: str, directory: Path, batches: int) -> Path:
+    """A journal as a recorder leaves it when killed during an outage: a run created and
+    ``batches`` batches appended, none of them in the database."""
+    store = await open_store(url, migrate=True)
+    down = Switchable(store)
+    down.down = True
+    journaled = JournaledStore(
+        down,  # type: ignore[arg-type]
+        JournalFile.create(directory),
+        deadline=1,
+        max_bytes=1 << 20,
+        max_outage=60,
+    )
+    await journaled.create_run(NewRun("r1", "t1", agent="demo", input=b'{"x": 1}', owner=OWNER))
+    for i in range(batches):
+        events = [NewEvent(f'{{"n": {i}, "k": {k}}}'.encode(), "CUSTOM") for k in range(3)]
+        await journaled.append("r1", events)
+    assert journaled._drain is not None
+    journaled._drain.cancel()  # killed: the drain never ran
+    journaled.journal.close(remove=False)
+    await store.close()
+    (path,) = directory.glob("journal-*.log")
+    return path
+
+
+async def _start(url: str, directory: Path) -> Runtime:
+    return await Runtime.start(Settings(db=url, journal_dir=str(directory)))
+
+
+async def _payloads(url: str) -> list[bytes]:
+    store = await open_store(url)
+    try:
+        return [e.payload for e in await store.read_events("r1")]
+    finally:
+        await store.close()
+
+
+@pytest.mark.parametrize("tear", ["cut", "garbled"])
+async def test_a_torn_tail_is_cut_and_the_rest_replayed(
+    tmp_path: Path, sqlite_url: str, tear: str
+) -> None:
+    directory = tmp_path / "journal"
+    path = await _crashed_journal(sqlite_url, directory, batches=3)
+    last = encode(
+        Record(
+            {"op": "append", "run_id": "r1", "first_seq": 9, "events": [["X", "upstream", 1.0]]},
+            (b"{}",),
+        )
+    )
+    with path.open("ab") as file:  # the write a crash interrupted
+        file.write(last[:-5] if tear == "cut" else last[:-1] + b"!")
+    runtime = await _start(sqlite_url, directory)
+    try:
+        run = await runtime.store.get_run("r1")
+        assert run.input == b'{"x": 1}' and run.owner == OWNER
+        assert run.status == "incomplete"  # its recorder is gone: it never ends
+        assert not path.exists()
+    finally:
+        await runtime.close()
+    payloads = await _payloads(sqlite_url)
+    assert payloads == [f'{{"n": {i}, "k": {k}}}'.encode() for i in range(3) for k in range(3)]
+
+
+async def test_replaying_twice_writes_nothing_twice(tmp_path: Path, sqlite_url: str) -> None:
+    """A crash in the middle of a drain: the records replayed already are skipped."""
+    directory = tmp_path / "journal"
+    path = await _crashed_journal(sqlite_url, directory, batches=4)
+    kept = path.read_bytes()
+    runtime = await _start(sqlite_url, directory)
+    await runtime.close()
+    path.parent.mkdir(exist_ok=True)
+    path.write_bytes(kept)  # as if the drain had crashed before removing the file
+    runtime = await _start(sqlite_url, directory)
+    try:
+        assert (await runtime.store.get_run("r1")).status == "incomplete"
+    finally:
+        await runtime.close()
+    assert len(await _payloads(sqlite_url)) == 12
+
+
+async def test_a_corrupt_journal_is_refused_and_kept(tmp_path: Path, sqlite_url: str) -> None:
+    directory = tmp_path / "journal"
+    path = await _crashed_journal(sqlite_url, directory, batches=3)
+    data = bytearray(path.read_bytes())
+    data[len(MAGIC) + 20] ^= 0xFF  # inside the first record, with records after it
+    path.write_bytes(bytes(data))
+    with pytest.raises(JournalCorrupt) as refused:
+        await _start(sqlite_url, directory)
+    message = str(refused.value)
+    (aside,) = directory.glob("journal-*.log.corrupt-*")
+    assert "fails its checksum" in message and str(aside) in message
+    assert aside.read_bytes() == bytes(data)  # kept whole
+    assert not path.exists()
+    # Nothing of it was written; the next start runs (the damaged file stays aside).
+    runtime = await _start(sqlite_url, directory)
+    try:
+        with pytest.raises(Exception, match="not found"):
+            await runtime.store.get_run("r1")
+        assert aside.exists()
+    finally:
+        await runtime.close()
+
+
+async def test_a_file_that_is_not_a_journal_is_refused(tmp_path: Path, sqlite_url: str) -> None:
+    directory = tmp_path / "journal"
+    directory.mkdir()
+    (directory / "journal-1-x.log").write_bytes(b"something else entirely\n" * 3)
+    with pytest.raises(JournalCorrupt, match="journal header"):
+        await _start(sqlite_url, directory)
+    assert list(directory.glob("journal-1-x.log.corrupt-*"))
+
+
+async def test_each_live_process_keeps_its_own_journal(tmp_path: Path, sqlite_url: str) -> None:
+    """A journal locked by a live recorder is not adopted by another one."""
+    directory = tmp_path / "journal"
+    first = await _start(sqlite_url, directory)
+    try:
+        second = await _start(sqlite_url, directory)
+        try:
+            assert first.journal is not None and second.journal is not None
+            assert first.journal.journal.path != second.journal.journal.path
+            assert first.journal.journal.path.exists() and second.journal.journal.path.exists()
+        finally:
+            await second.close()
+    finally:
+        await first.close()
+    assert not list(directory.glob("journal-*.log"))  # empty journals go with their process
+    await asyncio.sleep(0)
+
+
+async def test_recorder_serve_refuses_a_corrupt_journal_plainly(tmp_path: Path) -> None:
+    directory = tmp_path / "recorder.db.journal"  # the default place, beside the database
+    directory.mkdir()
+    (directory / "journal-1-x.log").write_bytes(b"not a journal\n")
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "recorder.cli.main",
+        "serve",
+        "--db",
+        f"sqlite+aiosqlite:///{tmp_path / 'recorder.db'}",
+        "--port",
+        "0",
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    _out, err = await asyncio.wait_for(proc.communicate(), 60)
+    assert proc.returncode == 2
+    message = err.decode()
+    assert message.startswith("recorder: the journal ") and "moved to" in message
+    assert "Traceback" not in message
+    assert list(directory.glob("journal-1-x.log.corrupt-*"))
+
+
+async def test_an_unwritable_journal_directory_is_a_clear_error(
+    tmp_path: Path, sqlite_url: str
+) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("a file where the directory should be")
+    with pytest.raises(ConfigError, match="journal_dir"):
+        await _start(sqlite_url, blocker / "journal")
