@@ -5,7 +5,7 @@ events themselves stay append-only; this table only says what was done to them b
 they were written.
 
 Revision ID: 0005_access
-Revises: 0002_thread_source
+Revises: 0003_storage
 Create Date: 2026-11-30
 """
 
@@ -15,7 +15,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0005_access"
-down_revision: str | None = "0002"
+down_revision: str | None = "0003_storage"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
