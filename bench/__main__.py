@@ -29,6 +29,7 @@ from bench import (
     journal,
     peers,
     proxy,
+    redaction,
     replay,
     search,
     state,
@@ -57,9 +58,19 @@ BENCHMARKS: dict[str, tuple[Benchmark, str]] = {
     "intake": (intake.run, "the proxy's request checks vs only parsing the body"),
     "journal": (journal.run, "the journal: store forced down vs healthy; on vs off, healthy"),
     "search": (search.run, "search over a large database; indexing on vs off"),
+    "redaction": (redaction.run, "the proxy with the built-in redaction rules on vs off"),
 }
-# share one set of servers
-HTTP = {"proxy", "ttfe", "replay", "inprocess", "telemetry", "journal", "search"}
+# These share one set of servers.
+HTTP = {
+    "proxy",
+    "ttfe",
+    "replay",
+    "inprocess",
+    "telemetry",
+    "journal",
+    "search",
+    "redaction",
+}
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:

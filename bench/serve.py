@@ -4,6 +4,7 @@
     python -m bench.serve bare --port P --agent NAME=URL ...
     python -m bench.serve recorder --port P --db URL --agent NAME=URL ... [--durability D]
                                    [--no-metrics] [--no-journal] [--store-deadline S]
+                                   [--redaction]
     python -m bench.serve inprocess --port P --db URL [--events N --seed S]
 
 All of them run with the same uvicorn settings (loop and http "auto": uvloop and httptools
@@ -16,7 +17,8 @@ when installed, no access log) on 127.0.0.1 only.
   ``StreamingResponse``; no parsing, no recording.
 - ``recorder``: the project's app, ``create_app(Settings(...))``; ``--no-journal`` turns the
   journal off, ``--store-deadline`` sets its deadline; ``--no-metrics`` turns
-  its Prometheus metrics off (they are on by default).
+  its Prometheus metrics off (they are on by default); ``--redaction`` turns the built-in
+  redaction rules on (off by default).
 - ``inprocess``: the ``upstream`` app itself, recorded in its own process by
   ``recorder.asgi.RecordingMiddleware`` (agents ``up`` at ``/events``, ``small`` at
   ``/small``): the same endpoints, recorded with no hop.
@@ -138,6 +140,7 @@ def recorder_app(args: argparse.Namespace, agents: dict[str, str]) -> Any:
         journal=not args.no_journal,
         store_deadline=args.store_deadline,
         search_index=not args.no_search_index,
+        redaction={"rules": ["builtin"]} if args.redaction else {},
     )
     return create_app(settings)
 
@@ -167,6 +170,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--no-journal", action="store_true")
     parser.add_argument("--store-deadline", type=float, default=2.0)
     parser.add_argument("--no-search-index", action="store_true")
+    parser.add_argument("--redaction", action="store_true", help="the built-in redaction rules")
     args = parser.parse_args(argv)
     agents = dict(spec.split("=", 1) for spec in args.agent)
     if args.kind == "upstream":

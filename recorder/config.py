@@ -11,13 +11,22 @@ recorder running with a guarantee its operator turned off).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import re
 import tomllib
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import (
     BaseSettings,
     NoDecode,
@@ -51,6 +60,9 @@ class AgentConfig(BaseModel):
     # "same-thread": the branch posts the history on the parent's thread with parentRunId,
     # right only for agents that rebuild everything from the posted messages.
     fork: ForkStrategy = DEFAULT_FORK_STRATEGY
+    # The proxy endpoint POST /agents/NAME asks for a token with the "run" scope (or the
+    # API token); the token is checked by the recorder and never forwarded to the agent.
+    require_token: bool = False
     # Headers the recorder sends to this agent with every request, over the client's own
     # (an agent's API key, say). A fork sends these and none of its caller's headers: the
     # caller of the recorder's API holds the recorder's credentials, not the agent's.
@@ -62,6 +74,138 @@ class AgentConfig(BaseModel):
         if not url.startswith(("http://", "https://")):
             raise ValueError(f"the upstream URL must be http(s), got {url!r}")
         return url
+
+
+Scope = Literal["read", "run", "fork", "admin"]
+SCOPES: tuple[Scope, ...] = ("read", "run", "fork", "admin")
+# What each scope grants: a fork reads history and starts a run; admin grants everything.
+GRANTS: dict[str, frozenset[str]] = {
+    "read": frozenset({"read"}),
+    "run": frozenset({"run"}),
+    "fork": frozenset({"fork", "read", "run"}),
+    "admin": frozenset(SCOPES),
+}
+TOKEN_HASH_PREFIX = "sha256:"
+
+
+def hash_token(token: str) -> str:
+    """The form a token is kept in the settings. Tokens are long random secrets (``recorder
+    token new`` makes 32 bytes), so one SHA-256 is as hard to reverse as a slow password
+    hash, and it costs a request microseconds."""
+    return TOKEN_HASH_PREFIX + hashlib.sha256(token.encode()).hexdigest()
+
+
+class TokenConfig(BaseModel):
+    """A named API token: its hash, what it may do and, optionally, the agents it sees."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    hash: str
+    scopes: tuple[Scope, ...] = ("read",)
+    # None: every agent. A list: only threads and runs recorded through these agents.
+    agents: tuple[str, ...] | None = None
+
+    @field_validator("hash")
+    @classmethod
+    def _hashed(cls, value: str) -> str:
+        digest = value.removeprefix(TOKEN_HASH_PREFIX)
+        if not value.startswith(TOKEN_HASH_PREFIX) or len(digest) != 64:
+            raise ValueError(
+                "a token is kept as its hash, sha256:<64 hex digits> "
+                "(make one with `recorder token hash`), never in clear"
+            )
+        try:
+            bytes.fromhex(digest)
+        except ValueError as exc:
+            raise ValueError("the token hash is not hex") from exc
+        return TOKEN_HASH_PREFIX + digest.lower()
+
+    @field_validator("scopes")
+    @classmethod
+    def _some_scope(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        if not value:
+            raise ValueError("a token needs at least one scope (read, run, fork, admin)")
+        return value
+
+
+# Where a redaction rule applies. "messages": message text (streamed deltas, snapshots, the
+# posted messages); "tool_args" and "tool_results": a tool call's arguments and its result;
+# "state": state snapshots and deltas; "input": the whole posted RunAgentInput;
+# "everywhere": every string of every payload but its ids and types.
+Where = Literal["messages", "tool_args", "tool_results", "state", "input", "everywhere"]
+Detector = Literal["email", "phone", "card", "token", "ip"]
+# In the order "builtin" lists them: where two could match at one place, the first wins
+# (an IPv4 address is not read as a phone number).
+DETECTORS: tuple[Detector, ...] = ("email", "card", "token", "ip", "phone")
+_RULE_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+
+
+class RedactionRule(BaseModel):
+    """A built-in detector or a custom regular expression, and where it applies. A rule
+    may be given as a detector's name alone (``"email"``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    detector: Detector | None = None
+    pattern: str | None = None
+    where: tuple[Where, ...] = ("everywhere",)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shorthand(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return {"name": value, "detector": value}
+        if isinstance(value, dict) and "name" not in value and value.get("detector"):
+            return {**value, "name": value["detector"]}
+        return value
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> RedactionRule:
+        if not _RULE_NAME.fullmatch(self.name):
+            raise ValueError(f"rule name {self.name!r}: 1 to 64 of A-Z a-z 0-9 _ . -")
+        if (self.detector is None) == (self.pattern is None):
+            raise ValueError(f"rule {self.name!r}: give a detector or a pattern (one of them)")
+        if self.pattern is not None:
+            try:
+                compiled = re.compile(self.pattern)
+            except re.error as exc:
+                raise ValueError(f"rule {self.name!r}: pattern is not a regex ({exc})") from exc
+            if compiled.match(""):
+                raise ValueError(f"rule {self.name!r}: pattern matches the empty string")
+        if not self.where:
+            raise ValueError(f"rule {self.name!r}: where is empty")
+        return self
+
+
+class RedactionConfig(BaseModel):
+    """Redaction at record time: what is replaced by ``[REDACTED:<rule>]`` in the stored
+    bytes, and the key of the keyed hash kept of each original."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    rules: tuple[RedactionRule, ...] = ()
+    # HMAC-SHA256 key: with one, each redacted payload keeps a keyed hash of its original
+    # bytes, so that whoever holds an original can prove it is the one recorded.
+    key: str | None = None
+
+    @field_validator("rules", mode="before")
+    @classmethod
+    def _builtin(cls, value: Any) -> Any:
+        """``"builtin"`` (alone or in the list): every built-in detector, everywhere."""
+        if value == "builtin":
+            value = ["builtin"]
+        if isinstance(value, (list, tuple)) and "builtin" in value:
+            value = [r for r in value if r != "builtin"] + [d for d in DETECTORS if d not in value]
+        return value
+
+    @field_validator("rules")
+    @classmethod
+    def _unique(cls, value: tuple[RedactionRule, ...]) -> tuple[RedactionRule, ...]:
+        names = [rule.name for rule in value]
+        if len(set(names)) != len(names):
+            raise ValueError("rule names must be unique")
+        return value
 
 
 def parse_agents(specs: Any) -> dict[str, dict[str, Any]]:
@@ -131,7 +275,10 @@ class Settings(BaseSettings):
     # NAME=URL pairs (comma-separated in the environment) or tables: parsed by `_agents`.
     agents: Annotated[dict[str, AgentConfig], NoDecode] = Field(default_factory=dict)
     demo_agent: bool = False
+    # The full-access token (in clear, as before); ``tokens`` adds named, scoped ones.
     api_token: str | None = None
+    tokens: dict[str, TokenConfig] = Field(default_factory=dict)
+    redaction: RedactionConfig = Field(default_factory=RedactionConfig)
     # Names a request's Host header may give (DNS rebinding: a page of another site that
     # resolves its name to this address). None: the bind address and the localhost names,
     # or any name when bound to every interface. "*" in the list: any name.
@@ -215,6 +362,16 @@ class Settings(BaseSettings):
     @classmethod
     def _agents(cls, value: Any) -> dict[str, dict[str, Any]]:
         return parse_agents(value)
+
+    @model_validator(mode="after")
+    def _tokens_for_agents(self) -> Settings:
+        guarded = sorted(name for name, agent in self.agents.items() if agent.require_token)
+        if guarded and not (self.api_token or self.tokens):
+            raise ValueError(
+                f"agent {', '.join(guarded)} requires a token, and no token is configured "
+                "(api_token or tokens)"
+            )
+        return self
 
     @classmethod
     def settings_customise_sources(

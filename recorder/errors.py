@@ -16,6 +16,8 @@
     │   ├── BodyTooLarge        a posted body over ``max_body_bytes``
     │   └── FrameTooLarge       an SSE frame over ``max_frame_bytes`` (``recorder.wire.sse``)
     ├── TooManyRuns             ``max_concurrent_runs`` runs are being recorded already
+    ├── Unauthenticated         no token, or one the recorder does not know (401)
+    ├── Forbidden               a known token without the scope the action needs (403)
     ├── JournalCorrupt          the local journal is damaged (moved aside, kept, not replayed)
     └── UpstreamError           the agent behind the proxy cannot be reached, or its answer broke
         ├── ConnectFailed       no connection (refused, unresolvable, TLS, not an http(s) URL)
@@ -94,6 +96,14 @@ class BodyTooLarge(InputError):
 
 
 class TooManyRuns(RecorderError):
+    pass
+
+
+class Unauthenticated(RecorderError):
+    pass
+
+
+class Forbidden(RecorderError):
     pass
 
 

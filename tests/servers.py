@@ -249,9 +249,12 @@ async def healthy(client: httpx.AsyncClient, base: str, timeout: float = 10) -> 
 
 
 async def post_run(
-    client: httpx.AsyncClient, url: str, body: dict[str, Any]
+    client: httpx.AsyncClient,
+    url: str,
+    body: dict[str, Any],
+    headers: dict[str, str] | None = None,
 ) -> list[dict[str, Any]]:
-    async with client.stream("POST", url, json=body) as response:
+    async with client.stream("POST", url, json=body, headers=headers) as response:
         assert response.status_code == 200, await response.aread()
         raw = await response.aread()
     splitter = FrameSplitter()

@@ -7,7 +7,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from recorder.config import AgentConfig, Settings, load_settings, parse_agents
+from recorder.config import AgentConfig, Settings, hash_token, load_settings, parse_agents
 from recorder.errors import ConfigError
 from tests.servers import free_port, serving
 
@@ -115,3 +115,29 @@ async def test_serve_mounts_the_demo_agent(sqlite_url: str) -> None:
         assert (await client.get("/runs/r")).json()["status"] == "finished"
         assert (await client.get("/healthz")).json()["ok"] is True
         assert (await client.get("/openapi.json")).status_code == 200
+
+
+def test_tokens_are_kept_hashed_and_scoped(monkeypatch: pytest.MonkeyPatch) -> None:
+    digest = hash_token("a-long-random-token")
+    settings = Settings(tokens={"ci": {"hash": digest, "scopes": ["read", "fork"]}})
+    assert settings.tokens["ci"].scopes == ("read", "fork") and settings.tokens["ci"].agents is None
+    # A token in clear, a hash of another form, an unknown scope, no scope: refused.
+    for bad in (
+        {"hash": "a-long-random-token"},
+        {"hash": "sha256:abc"},
+        {"hash": "sha256:" + "zz" * 32},
+        {"hash": digest, "scopes": ["write"]},
+        {"hash": digest, "scopes": []},
+        {"hash": digest, "extra": 1},
+    ):
+        with pytest.raises(ValueError):
+            Settings(tokens={"ci": bad})
+    monkeypatch.setenv("RECORDER_TOKENS", f'{{"ops": {{"hash": "{digest}", "scopes": ["admin"]}}}}')
+    assert load_settings().tokens["ops"].scopes == ("admin",)
+
+
+def test_an_agent_that_requires_a_token_needs_one_configured() -> None:
+    agents = {"a": {"url": "http://x", "require_token": True}}
+    with pytest.raises(ValueError, match="requires a token"):
+        Settings(agents=agents)
+    assert Settings(agents=agents, api_token="t").agents["a"].require_token

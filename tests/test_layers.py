@@ -1,6 +1,6 @@
 """The layer rule: imports inside ``recorder`` point one way, down.
 
-    errors <- config, wire, models <- reference, store, client, telemetry
+    errors <- config, wire, models <- reference, store, client, telemetry, redaction
            <- proxy, timetravel <- runtime <- api <- cli, asgi
 
 A module imports from its own part or from a lower layer; parts that share a layer
@@ -27,6 +27,7 @@ LAYERS: dict[str, int] = {
     "reference": 2,
     "store": 2,
     "client": 2,
+    "redaction": 2,
     "telemetry": 2,
     "proxy": 3,
     "timetravel": 3,

@@ -12,7 +12,7 @@
 - ``purges`` (tombstones), ``rewrites`` and ``audit_log``: append-only, no exception.
 
 Revision ID: 0004_chain
-Revises: 0002
+Revises: 0003_storage
 Create Date: 2026-11-30
 """
 

@@ -31,7 +31,8 @@ from recorder.api import (
     transfer,
     web,
 )
-from recorder.api.deps import ANSWERED, TOKEN_REQUIRED, install_error_handlers, token_given
+from recorder.api.access import auth_required, authenticate, bearer
+from recorder.api.deps import ANSWERED, TOKEN_REQUIRED, install_error_handlers
 from recorder.api.proxy_endpoint import OPENAPI, ProxyEndpoint, send_whole
 from recorder.api.views import JSON
 from recorder.config import AgentConfig, Settings, allowed_hosts
@@ -49,7 +50,7 @@ class RecorderApp(FastAPI):
     access_log = False
     # Host names a request may give (``config.allowed_hosts``); None: any.
     allowed_hosts: frozenset[str] | None = None
-    api_token: str | None = None
+    settings: Settings | None = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if self.access_log and scope["type"] == "http":
@@ -91,7 +92,7 @@ class RecorderApp(FastAPI):
                     f"this recorder does not answer to the host {host[:100]!r} "
                     "(setting allowed_hosts)"
                 )
-        token = self.api_token
+        settings = self.settings
         documents = (
             self.docs_url,
             self.redoc_url,
@@ -99,9 +100,11 @@ class RecorderApp(FastAPI):
             self.swagger_ui_oauth2_redirect_url,
         )
         if (
-            token
+            settings is not None
+            and auth_required(settings)
             and route_path(scope) in documents
-            and not token_given(headers.get("authorization"), token)
+            and authenticate(settings, bearer(headers.get("authorization")), "authorization")
+            is None
         ):
             return 401, TOKEN_REQUIRED
         return None
@@ -189,7 +192,7 @@ def create_app(settings: Settings | None = None, *, store: EventStore | None = N
     )
     app.access_log = settings.access_log
     app.allowed_hosts = allowed_hosts(settings)
-    app.api_token = settings.api_token
+    app.settings = settings
     install_error_handlers(app)
     app.include_router(agents.router)
     app.include_router(threads.router)

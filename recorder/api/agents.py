@@ -5,7 +5,8 @@ from __future__ import annotations
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response, StreamingResponse
 
-from recorder.api.deps import RuntimeDep, TokenDep
+from recorder.api.access import PrincipalDep, ReadDep, check_agent, visible_thread
+from recorder.api.deps import RuntimeDep
 from recorder.api.proxy_endpoint import read_body
 from recorder.api.views import ERRORS, JSON, SSE_HEADERS, stream_doc
 from recorder.errors import InputError, ThreadNotFound
@@ -18,19 +19,20 @@ router = APIRouter(tags=["agents"])
 
 @router.get(
     "/agents",
-    dependencies=[TokenDep],
+    dependencies=[ReadDep],
     response_model=AgentList,
     response_class=JSON,
     responses=ERRORS,
 )
-async def list_agents(runtime: RuntimeDep) -> JSON:
+async def list_agents(runtime: RuntimeDep, principal: PrincipalDep) -> JSON:
     agents = runtime.settings.agents
-    return JSON({"agents": [{"name": name, "fork": agents[name].fork} for name in sorted(agents)]})
+    names = [name for name in sorted(agents) if principal.sees(name)]
+    return JSON({"agents": [{"name": name, "fork": agents[name].fork} for name in names]})
 
 
 @router.post(
     "/agents/{name}/connect",
-    dependencies=[TokenDep],
+    dependencies=[ReadDep],
     summary="The thread's history as one stream, then its live run",
     response_class=StreamingResponse,
     responses={**ERRORS, **stream_doc("the thread's history as one AG-UI stream")},
@@ -39,9 +41,11 @@ async def connect(
     name: str,
     request: Request,
     runtime: RuntimeDep,
+    principal: PrincipalDep,
     compact: bool = Query(False, description="one synthetic run holding only snapshots"),
 ) -> Response:
     runtime.proxy.upstream(name)
+    check_agent(principal, name)
     limit = runtime.settings.max_body_bytes
     body = await read_body(request.scope, request.receive, limit) or b""  # (b"": client left)
     try:
@@ -53,6 +57,7 @@ async def connect(
         raise InputError("RunAgentInput.threadId must be a non-empty string")
     try:
         await runtime.store.get_thread(thread_id)
+        await visible_thread(runtime, principal, thread_id)
     except ThreadNotFound:
         # No history yet: an empty stream, which a client folds into nothing.
         return Response(b"", media_type="text/event-stream", headers=SSE_HEADERS)

@@ -4,15 +4,23 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Depends, Query, Request
 
-from recorder.api.deps import RuntimeDep, TokenDep, actor_of
+from recorder.api.access import AdminDep, PrincipalDep, check_unlimited
+from recorder.api.deps import RuntimeDep
 from recorder.api.views import ERRORS, JSON
 from recorder.errors import InputError
 from recorder.models import AuditLog, ChainVerification, PurgeBody, PurgeResult, Receipt
 from recorder.timetravel import audit
 
-router = APIRouter(tags=["audit"], dependencies=[TokenDep], responses=ERRORS)
+
+def _unlimited(principal: PrincipalDep) -> None:
+    """The chains, receipts, audit log and purges span every agent: an agent-limited
+    token, even an admin one, gets none of them."""
+    check_unlimited(principal, "the audit endpoints")
+
+
+router = APIRouter(tags=["audit"], dependencies=[AdminDep, Depends(_unlimited)], responses=ERRORS)
 
 
 @router.get("/audit/verify", response_model=ChainVerification, response_class=JSON)
@@ -62,14 +70,14 @@ async def audit_log(
 
 
 @router.post("/admin/purge", response_model=PurgeResult, response_class=JSON)
-async def purge(body: PurgeBody, request: Request, runtime: RuntimeDep) -> JSON:
+async def purge(body: PurgeBody, runtime: RuntimeDep, principal: PrincipalDep) -> JSON:
     """Delete threads with everything derived from them, leaving a tombstone (ids, counts,
     chain heads, when, by whom, why); `dryRun` lists what would go."""
     chosen = audit.selection(body.thread_ids, body.older_than, body.agent)
     result = await audit.purge(
         runtime.store,
         chosen,
-        actor=actor_of(request),
+        actor=principal.actor,
         reason=body.reason,
         dry_run=body.dry_run,
     )

@@ -8,16 +8,16 @@ nothing more, the log says everything.
 from __future__ import annotations
 
 import contextlib
-import hmac
 from typing import Annotated, Any
 
-from fastapi import Depends, FastAPI, HTTPException, Request
+from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
 from recorder.errors import (
     BodyTooLarge,
     Conflict,
+    Forbidden,
     InputError,
     NotFound,
     RecorderError,
@@ -26,6 +26,7 @@ from recorder.errors import (
     StoreUnavailable,
     ThreadNotFound,
     TooManyRuns,
+    Unauthenticated,
 )
 from recorder.runtime import Runtime
 from recorder.telemetry.logs import API, new_error_id
@@ -42,31 +43,10 @@ RuntimeDep = Annotated[Runtime, Depends(get_runtime)]
 TOKEN_REQUIRED = "an API token is required (Authorization: Bearer TOKEN)"
 
 
-def token_given(authorization: str | None, token: str) -> bool:
-    """Whether an ``Authorization`` header carries ``token``. The header only: a token in a
-    URL ends up in logs and browser history."""
-    given = authorization or ""
-    candidate = given[7:] if given[:7].lower() == "bearer " else ""
-    return hmac.compare_digest(candidate.encode(), token.encode())
-
-
-def require_token(request: Request) -> None:
-    """With an API token configured, every endpoint but the proxy and /healthz needs it."""
-    token = request.app.state.runtime.settings.api_token
-    if token and not token_given(request.headers.get("authorization"), token):
-        raise HTTPException(401, TOKEN_REQUIRED)
-
-
-TokenDep = Depends(require_token)
-
-
-def actor_of(request: Request) -> str:
-    """Who the audit log says acted: the API token's holder, or anyone (no token is set)."""
-    return "token" if request.app.state.runtime.settings.api_token else "anonymous"
-
-
 _STATUS: list[tuple[type[RecorderError], int]] = [
     (NotFound, 404),
+    (Unauthenticated, 401),
+    (Forbidden, 403),
     (BodyTooLarge, 413),
     (InputError, 422),
     (Conflict, 409),

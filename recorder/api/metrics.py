@@ -9,7 +9,8 @@ from __future__ import annotations
 from fastapi import APIRouter, HTTPException
 from fastapi.responses import Response
 
-from recorder.api.deps import RuntimeDep, TokenDep
+from recorder.api.access import PrincipalDep, ReadDep, check_unlimited
+from recorder.api.deps import RuntimeDep
 from recorder.api.views import ERRORS
 from recorder.telemetry.metrics import CONTENT_TYPE
 
@@ -18,7 +19,7 @@ router = APIRouter(tags=["health"])
 
 @router.get(
     "/metrics",
-    dependencies=[TokenDep],
+    dependencies=[ReadDep],
     response_class=Response,
     responses={
         **ERRORS,
@@ -28,7 +29,8 @@ router = APIRouter(tags=["health"])
         },
     },
 )
-async def metrics(runtime: RuntimeDep) -> Response:
+async def metrics(runtime: RuntimeDep, principal: PrincipalDep) -> Response:
+    check_unlimited(principal, "the metrics of every agent")
     if runtime.metrics is None or runtime.settings.metrics_address:
         raise HTTPException(404, "metrics are not served here")
     return Response(runtime.metrics.exposition(), media_type=CONTENT_TYPE)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote
 
@@ -22,11 +23,20 @@ import orjson
 from starlette.datastructures import Headers
 from starlette.types import Receive, Scope, Send
 
+from recorder.api.access import (
+    Principal,
+    check_agent,
+    check_scope,
+    forwardable,
+    principal_for,
+    visible_thread,
+)
 from recorder.api.deps import TOO_DEEP, internal_error, status_for
 from recorder.api.views import RELAY_HEADERS, SSE_HEADERS
-from recorder.errors import BodyTooLarge
+from recorder.errors import BodyTooLarge, Forbidden, ThreadNotFound
 from recorder.proxy.legs import AgentLeg
 from recorder.proxy.proxy import Relay, Stream
+from recorder.proxy.request import parse_run_input
 from recorder.runtime import Runtime
 
 _RELAY_HEAD = [(name.encode(), value.encode()) for name, value in RELAY_HEADERS.items()]
@@ -70,10 +80,17 @@ async def serve_run(
     """Read the posted run, record it through ``name``'s leg (or ``leg``), answer."""
     try:
         leg = leg or runtime.proxy.upstream(name)  # 404 before reading the body
+        headers: Mapping[str, str] = Headers(scope=scope)
+        agent = runtime.settings.agents.get(name)
+        limited = None
+        if agent is not None and agent.require_token:
+            headers, limited = check_run_token(runtime, name, scope, headers)
         body = await read_body(scope, receive, runtime.settings.max_body_bytes)
         if body is None:
             return  # the client left before its request was read: nothing to do
-        result = await runtime.proxy.start(name, body, Headers(scope=scope), leg=leg)
+        if limited is not None:
+            await joinable_thread(runtime, limited, body)
+        result = await runtime.proxy.start(name, body, headers, leg=leg)
     except Exception as exc:
         status = status_for(exc)
         if isinstance(exc, RecursionError):
@@ -88,6 +105,33 @@ async def serve_run(
         await send_whole(send, result.status, result.body, result.content_type, _RELAY_HEAD)
     else:
         await stream(receive, send, result, runtime.settings.client_write_timeout)
+
+
+def check_run_token(
+    runtime: Runtime, name: str, scope: Scope, headers: Mapping[str, str]
+) -> tuple[Mapping[str, str], Principal | None]:
+    """The agent asks for a token: one with the ``run`` scope that covers it. The headers
+    to forward are returned without it, with the principal when it is limited to agents."""
+    principal = principal_for(runtime.settings, scope)
+    check_scope(principal, "run")
+    check_agent(principal, name)
+    return forwardable(headers, principal), principal if principal.agents is not None else None
+
+
+async def joinable_thread(runtime: Runtime, principal: Principal, body: bytes) -> None:
+    """A token limited to agents runs on a new thread or one of its own, never on a thread
+    another agent's runs are in (it would add to what it may not read)."""
+    posted = parse_run_input(body, runtime.settings.max_body_bytes)
+    try:
+        await visible_thread(runtime, principal, posted["threadId"])
+    except ThreadNotFound:
+        try:
+            await runtime.store.get_thread(posted["threadId"])
+        except ThreadNotFound:
+            return  # a new thread
+        raise Forbidden(
+            f"token {principal.name!r} may not run on thread {posted['threadId']!r}"
+        ) from None
 
 
 async def read_body(scope: Scope, receive: Receive, limit: int) -> bytes | None:
@@ -201,6 +245,8 @@ OPENAPI: dict[str, Any] = {
     },
     "responses": {
         "200": {"description": "the run's events", "content": {"text/event-stream": {}}},
+        "401": {"description": "the agent asks for a token (require_token), and none known came"},
+        "403": {"description": "the token lacks the run scope, or this agent"},
         "404": {"description": "no such agent"},
         "409": {"description": "the run id is taken"},
         "413": {"description": "request body too large"},

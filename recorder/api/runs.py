@@ -2,21 +2,36 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Header, Query, Request
+from fastapi import APIRouter, Header, Query
 from fastapi.responses import Response
 
-from recorder.api.deps import RuntimeDep, TokenDep, actor_of
+from recorder.api.access import (
+    ForkDep,
+    PrincipalDep,
+    ReadDep,
+    check_agent,
+    visible_run,
+)
+from recorder.api.deps import RuntimeDep
 from recorder.api.proxy_endpoint import header_value
 from recorder.api.views import ERRORS, JSON, SSE_HEADERS, EventStream, proxied_response, stream_doc
 from recorder.errors import InputError, NotFound
-from recorder.models import EventPage, ForkBody, ForkPlan, Run, State, Verification
+from recorder.models import (
+    EventPage,
+    ForkBody,
+    ForkPlan,
+    Run,
+    RunRedactions,
+    State,
+    Verification,
+)
 from recorder.proxy.proxy import Relay
 from recorder.timetravel import views
 from recorder.timetravel.audit import audited
 from recorder.timetravel.fork import fork_request, plan_fork
 from recorder.timetravel.replay import stream_run
 
-router = APIRouter(tags=["runs"], dependencies=[TokenDep], responses=ERRORS)
+router = APIRouter(tags=["runs"], dependencies=[ReadDep], responses=ERRORS)
 
 # Set on a fork's answer that is the agent's own (a non-2xx relayed), not the recorder's.
 RELAYED = "x-recorder-relayed"
@@ -26,7 +41,8 @@ FORK_THREAD = "x-recorder-thread-id"
 
 
 @router.get("/runs/{run_id}", response_model=Run, response_class=JSON)
-async def get_run(run_id: str, runtime: RuntimeDep) -> JSON:
+async def get_run(run_id: str, runtime: RuntimeDep, principal: PrincipalDep) -> JSON:
+    await visible_run(runtime, principal, run_id)
     return JSON(await views.run_detail(runtime.store, run_id))
 
 
@@ -34,9 +50,11 @@ async def get_run(run_id: str, runtime: RuntimeDep) -> JSON:
 async def run_events(
     run_id: str,
     runtime: RuntimeDep,
+    principal: PrincipalDep,
     afterSeq: int = Query(-1, description="-1 (from the first event) or more"),
     limit: int = Query(1000, description="1 to 10000"),
 ) -> JSON:
+    await visible_run(runtime, principal, run_id)
     page = await views.events_page(runtime.store, run_id, after_seq=afterSeq, limit=limit)
     return JSON(page)
 
@@ -45,16 +63,28 @@ async def run_events(
 async def run_state(
     run_id: str,
     runtime: RuntimeDep,
+    principal: PrincipalDep,
     seq: int | None = Query(None, description="after this event (-1: before the first)"),
 ) -> JSON:
     """Messages, state and pending interrupts after event ``seq`` (default: the end)."""
+    await visible_run(runtime, principal, run_id)
     return JSON(await views.run_state(runtime.store, runtime.history, run_id, seq=seq))
 
 
 @router.get("/runs/{run_id}/verify", response_model=Verification, response_class=JSON)
-async def verify_run(run_id: str, runtime: RuntimeDep) -> JSON:
+async def verify_run(run_id: str, runtime: RuntimeDep, principal: PrincipalDep) -> JSON:
     """The reference client's lifecycle checks over the run's recorded events."""
+    await visible_run(runtime, principal, run_id)
     return JSON(await views.verify_run(runtime.store, run_id))
+
+
+@router.get("/runs/{run_id}/redactions", response_model=RunRedactions, response_class=JSON)
+async def run_redactions(run_id: str, runtime: RuntimeDep, principal: PrincipalDep) -> JSON:
+    """What redaction did to the run's stored input (seq -1) and events: the rules that
+    fired, and the keyed hash of each original when a redaction key is set."""
+    await runtime.store.get_run(run_id)
+    await visible_run(runtime, principal, run_id)
+    return JSON(views.redactions_view(run_id, await runtime.store.list_redactions(run_id)))
 
 
 @router.get(
@@ -65,11 +95,13 @@ async def verify_run(run_id: str, runtime: RuntimeDep) -> JSON:
 async def run_stream(
     run_id: str,
     runtime: RuntimeDep,
+    principal: PrincipalDep,
     afterSeq: int | None = Query(None, description="resume after this seq"),
     live: bool = True,
     last_event_id: str | None = Header(None),
 ) -> EventStream:
     await runtime.store.get_run(run_id)
+    await visible_run(runtime, principal, run_id)
     if afterSeq is not None:
         after = afterSeq
         views.check_after_seq(after)
@@ -87,6 +119,7 @@ async def run_stream(
 
 @router.post(
     "/runs/{run_id}/fork",
+    dependencies=[ForkDep],
     response_model=ForkPlan,
     response_class=JSON,
     responses={
@@ -98,11 +131,15 @@ async def run_stream(
         409: {"description": "the new run's id, or the new thread's, is taken"},
     },
 )
-async def fork_run(run_id: str, body: ForkBody, request: Request, runtime: RuntimeDep) -> Response:
+async def fork_run(
+    run_id: str, body: ForkBody, runtime: RuntimeDep, principal: PrincipalDep
+) -> Response:
     """Fork a new run from a point of this one (or from the turn of an edited or regenerated
     message), into a new thread or on the parent's, by the fork's strategy."""
     agents = runtime.settings.agents
+    await visible_run(runtime, principal, run_id)
     plan = await plan_fork(runtime.store, runtime.history, run_id, fork_request(body), agents)
+    check_agent(principal, plan.agent)
     if body.dry_run:
         return JSON(views.plan_view(plan))
     if plan.agent not in agents and plan.agent not in runtime.proxy.local:
@@ -118,11 +155,11 @@ async def fork_run(run_id: str, body: ForkBody, request: Request, runtime: Runti
     }
     # None of the caller's headers: they are meant for the recorder (its API token among
     # them). The agent gets its configured headers (``AgentConfig.headers``), and only those.
-    async with audited(runtime.store, actor_of(request), "fork", run_id, detail):
+    async with audited(runtime.store, principal.actor, "fork", run_id, detail):
         result = await runtime.proxy.start(
             plan.agent,
             plan.body,
-            {},
+            {},  # a fork forwards none of the request's headers (the recorder's token neither)
             parent=(plan.parent_run_id, plan.parent_seq),
             new_thread=plan.strategy == "new-thread",
         )

@@ -6,18 +6,20 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
-from recorder.api.deps import RuntimeDep, TokenDep
+from recorder.api.access import AdminDep, PrincipalDep, ReadDep
+from recorder.api.deps import RuntimeDep
 from recorder.api.views import ERRORS, JSON
 from recorder.models import ReindexReport, SearchPage
 from recorder.timetravel import search as answers
 from recorder.timetravel.annotating import parse_tags
 
-router = APIRouter(tags=["search"], dependencies=[TokenDep], responses=ERRORS)
+router = APIRouter(tags=["search"], responses=ERRORS)
 
 
-@router.get("/search", response_model=SearchPage, response_class=JSON)
+@router.get("/search", response_model=SearchPage, response_class=JSON, dependencies=[ReadDep])
 async def search(
     runtime: RuntimeDep,
+    principal: PrincipalDep,
     q: str = Query("", description="words to find (all of them; literal unless syntax)"),
     syntax: bool = Query(False, description='query language: "a phrase", OR, -excluded, prefix*'),
     agent: str | None = None,
@@ -54,11 +56,17 @@ async def search(
         limit=limit,
         cursor=cursor,
         tags=parse_tags(tag),
+        scope=principal.agents,
     )
     return JSON(page)
 
 
-@router.post("/search/reindex", response_model=ReindexReport, response_class=JSON)
+@router.post(
+    "/search/reindex",
+    response_model=ReindexReport,
+    response_class=JSON,
+    dependencies=[AdminDep],
+)
 async def reindex(runtime: RuntimeDep) -> JSON:
     """Drop the search index and build it again from the log."""
     return JSON({"runs": await runtime.indexer.reindex()})

@@ -6,19 +6,21 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
-from recorder.api.deps import RuntimeDep, TokenDep
+from recorder.api.access import PrincipalDep, ReadDep, visible_thread
+from recorder.api.deps import RuntimeDep
 from recorder.api.views import ERRORS, JSON, SSE_HEADERS, EventStream, stream_doc
 from recorder.models import State, ThreadDetail, ThreadHistory, ThreadPage
 from recorder.timetravel import views
 from recorder.timetravel.annotating import parse_tags
 from recorder.timetravel.replay import ThreadStream
 
-router = APIRouter(tags=["threads"], dependencies=[TokenDep], responses=ERRORS)
+router = APIRouter(tags=["threads"], dependencies=[ReadDep], responses=ERRORS)
 
 
 @router.get("/threads", response_model=ThreadPage, response_class=JSON)
 async def list_threads(
     runtime: RuntimeDep,
+    principal: PrincipalDep,
     agent: str | None = None,
     status: str | None = None,
     since: str | None = Query(None, description="ISO-8601 time or epoch seconds"),
@@ -41,31 +43,41 @@ async def list_threads(
         limit=limit,
         cursor=cursor,
         tags=parse_tags(tag),
+        agents=principal.agents,
     )
     return JSON(page)
 
 
 @router.get("/threads/{thread_id}", response_model=ThreadDetail, response_class=JSON)
-async def get_thread(thread_id: str, runtime: RuntimeDep) -> JSON:
-    return JSON(await views.thread_detail(runtime.store, thread_id))
+async def get_thread(thread_id: str, runtime: RuntimeDep, principal: PrincipalDep) -> JSON:
+    await visible_thread(runtime, principal, thread_id)
+    detail = await views.thread_detail(runtime.store, thread_id)
+    detail["forks"] = [f for f in detail["forks"] if principal.sees(f["agent"])]
+    return JSON(detail)
 
 
 @router.get("/threads/{thread_id}/state", response_model=State, response_class=JSON)
 async def thread_state(
     thread_id: str,
     runtime: RuntimeDep,
+    principal: PrincipalDep,
     runId: str | None = Query(None, description="a run of this thread (default: the latest)"),
     seq: int | None = Query(None, description="after this event (-1: before the first)"),
 ) -> JSON:
+    await visible_thread(runtime, principal, thread_id)
     at = await views.thread_state(runtime.store, runtime.history, thread_id, run_id=runId, seq=seq)
     return JSON(at)
 
 
 @router.get("/threads/{thread_id}/history", response_model=ThreadHistory, response_class=JSON)
 async def thread_history(
-    thread_id: str, runtime: RuntimeDep, limit: int = Query(100, description="1 to 1000")
+    thread_id: str,
+    runtime: RuntimeDep,
+    principal: PrincipalDep,
+    limit: int = Query(100, description="1 to 1000"),
 ) -> JSON:
     """The thread at every run boundary (each run's start and end), newest first."""
+    await visible_thread(runtime, principal, thread_id)
     return JSON(await views.thread_history(runtime.store, runtime.history, thread_id, limit=limit))
 
 
@@ -77,9 +89,11 @@ async def thread_history(
 async def thread_stream(
     thread_id: str,
     runtime: RuntimeDep,
+    principal: PrincipalDep,
     compact: bool = Query(False, description="one synthetic run holding only snapshots"),
     live: bool = True,
 ) -> EventStream:
     await runtime.store.get_thread(thread_id)
+    await visible_thread(runtime, principal, thread_id)
     stream = ThreadStream(runtime.store, runtime.history, live=live)
     return EventStream(stream.frames(thread_id, compact=compact), headers=SSE_HEADERS)

@@ -6,14 +6,15 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Request
 
-from recorder.api.deps import RuntimeDep, TokenDep, actor_of
+from recorder.api.access import AdminDep, PrincipalDep, ReadDep, visible_thread
+from recorder.api.deps import RuntimeDep
 from recorder.api.views import ERRORS, JSON, JSONLines, stream_doc
 from recorder.models import ImportReport
 from recorder.timetravel.audit import audited
 from recorder.timetravel.transfer import check_threads, export_lines, import_lines, split_lines
 from recorder.timetravel.views import import_view
 
-router = APIRouter(tags=["transfer"], dependencies=[TokenDep], responses=ERRORS)
+router = APIRouter(tags=["transfer"], dependencies=[ReadDep], responses=ERRORS)
 
 JSONL = "application/x-ndjson"
 
@@ -25,15 +26,19 @@ JSONL = "application/x-ndjson"
 )
 async def export(
     runtime: RuntimeDep,
+    principal: PrincipalDep,
     threadId: Annotated[list[str] | None, Query(description="threads (default: all)")] = None,
 ) -> JSONLines:
     ids = threadId or []
     await check_threads(runtime.store, ids)
-    return JSONLines(export_lines(runtime.store, ids))
+    for thread_id in ids:
+        await visible_thread(runtime, principal, thread_id)
+    return JSONLines(export_lines(runtime.store, ids, principal.agents))
 
 
 @router.post(
     "/import",
+    dependencies=[AdminDep],
     response_model=ImportReport,
     response_class=JSON,
     openapi_extra={
@@ -43,10 +48,12 @@ async def export(
         }
     },
 )
-async def import_(request: Request, runtime: RuntimeDep) -> JSON:
+async def import_(request: Request, runtime: RuntimeDep, principal: PrincipalDep) -> JSON:
     """Read an export (as `GET /export` writes it): runs already present take only the
     events they lack, so importing twice adds nothing."""
-    async with audited(runtime.store, actor_of(request), "import", None) as noted:
-        report = await import_lines(runtime.store, split_lines(request.stream()))
+    async with audited(runtime.store, principal.actor, "import", None) as noted:
+        report = await import_lines(
+            runtime.store, split_lines(request.stream()), runtime.proxy.redactor
+        )
         noted.update(import_view(report))
     return JSON(import_view(report))

@@ -89,6 +89,7 @@ def _error(description: str) -> dict[str, Any]:
 # Error answers every token-protected route may give; routes add their own.
 ERRORS: dict[int | str, dict[str, Any]] = {
     401: _error("an API token is required"),
+    403: _error("the token lacks the scope or the agent this needs"),
     404: _error("no such thread, run or agent"),
     422: _error("a parameter or body the recorder cannot use"),
     503: _error("the database is unavailable"),

@@ -42,6 +42,7 @@ from recorder.models import (
     Verification,
 )
 from recorder.proxy.proxy import Relay
+from recorder.redaction import Redactor
 from recorder.runtime import Runtime
 from recorder.store import EventStore, open_store
 from recorder.timetravel import annotating, audit, views
@@ -327,8 +328,10 @@ class LocalBackend:
         self, data: bytes | Iterable[bytes] | AsyncIterable[bytes]
     ) -> ImportReport:
         lines = data.splitlines() if isinstance(data, bytes) else data
+        rules = self.settings.redaction
+        redactor = Redactor.from_config(rules) if rules.rules else None
         async with audited(self.store, CLI, "import", None) as noted:
-            report = await import_lines(self.store, lines)
+            report = await import_lines(self.store, lines, redactor)
             noted.update(views.import_view(report))
         return ImportReport.model_validate(views.import_view(report))
 

@@ -82,3 +82,19 @@ class Verification(Model):
     event_count: int
     ok: bool
     violations: list[LifecycleViolation]
+
+
+class RedactionRecord(Model):
+    """What redaction did to one stored payload before it was written."""
+
+    seq: int = Field(description="the event's seq; -1: the run's posted input")
+    rules: list[str] = Field(description="the rules that fired")
+    original_mac: str | None = Field(
+        description="HMAC-SHA256 (hex) of the original bytes, with the redaction key"
+    )
+    recorded_at: datetime
+
+
+class RunRedactions(Model):
+    run_id: str
+    redactions: list[RedactionRecord]

@@ -50,6 +50,7 @@ from recorder.store import (
     NewRun,
     Note,
     Page,
+    Redaction,
     Run,
     SearchDoc,
     SearchFilter,
@@ -419,6 +420,9 @@ class JournaledStore:
 
     async def list_forks(self, thread_id: str) -> list[Thread]:
         return await self.store.list_forks(thread_id)
+
+    async def list_redactions(self, run_id: str) -> list[Redaction]:
+        return await self.store.list_redactions(run_id)
 
     async def list_threads(
         self, filters: ThreadFilter | None = None, *, limit: int = 50, cursor: str | None = None

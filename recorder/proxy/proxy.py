@@ -42,7 +42,8 @@ from recorder.proxy.recording import LeftOpen, RunRecording
 from recorder.proxy.request import message_texts, parse_run_input
 from recorder.proxy.segments import recorder_error
 from recorder.proxy.upstream import UpstreamClient
-from recorder.store import EventStore, NewEvent, NewRun
+from recorder.redaction import Redactor
+from recorder.store import EventStore, NewEvent, NewRun, Redacted
 from recorder.store.model import RECORDER
 from recorder.telemetry import NO_OBSERVER, Observer, RunEnd, RunWatch
 from recorder.wire.sse import encode_frame
@@ -82,6 +83,10 @@ class Proxy:
         self.owner = owner
         self.observer = observer
         self.committer = GroupCommitter(store, observer)
+        # Redaction of what is stored (never of what is forwarded): None without rules.
+        self.redactor = (
+            Redactor.from_config(settings.redaction) if settings.redaction.rules else None
+        )
         self.active: dict[str, RunRecording] = {}
         # Agents served by this process (``recorder.asgi``), by name: they come first.
         self.local: dict[str, AgentLeg] = {}
@@ -121,9 +126,9 @@ class Proxy:
         await self._slots.acquire()
         run: NewRun | None = None
         try:
-            run = await self._create_run(agent, posted, body, parent, new_thread)
+            run, stored = await self._create_run(agent, posted, body, parent, new_thread)
             watch = self.observer.run(agent, run.run_id, posted)
-            return await self._open(leg, run, posted, headers, watch)
+            return await self._open(leg, run, body, stored, headers, watch)
         finally:
             # A recording registers itself once its task exists, and gives the slot back
             # when it ends; anything else gives it back here.
@@ -188,16 +193,23 @@ class Proxy:
         body: bytes,
         parent: tuple[str, int | None] | None,
         new_thread: bool = False,
-    ) -> NewRun:
+    ) -> tuple[NewRun, dict[str, Any]]:
+        """The run, created; and its input as stored (redacted when a rule fired)."""
         thread_id, run_id = posted["threadId"], posted["runId"]
         parent_id, parent_seq = parent if parent is not None else (None, None)
         if parent is None and isinstance(posted.get("parentRunId"), str):
             parent_id = posted["parentRunId"]
+        stored, redacted = posted, None
+        if self.redactor is not None:
+            result, stored = self.redactor.run_input(body, posted)
+            if result.fired:
+                body, redacted = result.payload, Redacted(result.fired, result.mac)
         run = NewRun(
             run_id=run_id,
             thread_id=thread_id,
             agent=agent,
             input=body,
+            input_redacted=redacted,
             parent_run_id=parent_id,
             parent_seq=parent_seq,
             infer_parent=parent_id is None,
@@ -205,18 +217,21 @@ class Proxy:
             new_thread=new_thread,
         )
         await self.store.create_run(run)
-        return run
+        return run, stored
 
     async def _open(
         self,
         leg: AgentLeg,
         run: NewRun,
-        posted: dict[str, Any],
+        body: bytes,
+        stored: dict[str, Any],
         headers: Mapping[str, str],
         watch: RunWatch,
     ) -> Relay | Stream:
+        """Post ``body`` (as the client sent it) to the agent; ``stored`` is the input as
+        recorded (redacted), whose messages begin the thread's searchable text."""
         try:
-            response = await leg.post(run.input or b"", headers)
+            response = await leg.post(body, headers)
         except UpstreamError as exc:
             message = f"upstream agent unreachable: {exc}"
             await self._fail_early(run, message, "upstream_unreachable", watch)
@@ -231,7 +246,7 @@ class Proxy:
             error = f"upstream answered content type {content_type!r}, not text/event-stream"
             await self._fail_early(run, error, "upstream_bad_content_type", watch)
             return Relay(502, orjson.dumps({"detail": error}), "application/json")
-        recording = RunRecording(self, run, response, message_texts(posted), watch)
+        recording = RunRecording(self, run, response, message_texts(stored), watch)
         await recording.begin()
         return Stream(run.run_id, recording.output.chunks(), recording.output.leave)
 

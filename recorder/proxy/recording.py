@@ -59,6 +59,7 @@ from recorder.proxy.segments import (
     Summary,
     recorder_error,
 )
+from recorder.redaction import Redactor
 from recorder.store import EventStore, NewEvent, NewRun
 from recorder.telemetry import RunEnd, RunWatch
 from recorder.wire.sse import Frame, FrameTooLarge, encode_frame
@@ -80,6 +81,7 @@ class Host(Protocol):
     settings: Settings
     committer: GroupCommitter
     owner: str
+    redactor: Redactor | None
 
     def register(self, recording: RunRecording) -> None: ...
     def finished(self, run_id: str) -> None: ...
@@ -108,7 +110,7 @@ class RunRecording:
         self.run_id = run.run_id
         self.phase = Phase.HEAD
         self._reader = FrameReader(response, self._settings.max_frame_bytes)
-        self._runs = ResponseRuns(host.store, host.owner, run, Summary(summary))
+        self._runs = ResponseRuns(host.store, host.owner, run, Summary(summary, host.redactor))
         self._commits = _Commits(host.committer, self._settings.on_store_failure)
         self.output = ClientOutput(self._client_left)
         self.task: asyncio.Task[None]

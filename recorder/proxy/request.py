@@ -49,6 +49,11 @@ def parse_run_input(body: bytes, max_bytes: int | None = None) -> dict[str, Any]
     return obj
 
 
+# The header a client may carry the recorder's own token in: never forwarded, whatever
+# ``forward_headers`` and ``forward_header_prefixes`` allow.
+RECORDER_TOKEN = "x-recorder-token"
+
+
 def forwarded_headers(headers: Mapping[str, str], settings: Settings) -> dict[str, str]:
     """Headers that pass to the upstream: an allow list plus prefixes; never stored.
 
@@ -64,7 +69,9 @@ def forwarded_headers(headers: Mapping[str, str], settings: Settings) -> dict[st
     out = {
         k: v
         for k, v in headers.items()
-        if k.lower() not in dropped and (k.lower() in allowed or k.lower().startswith(prefixes))
+        if k.lower() not in dropped
+        and k.lower() != RECORDER_TOKEN
+        and (k.lower() in allowed or k.lower().startswith(prefixes))
     }
     token = settings.api_token
     if token:

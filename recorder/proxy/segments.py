@@ -24,8 +24,9 @@ from typing import Any
 import orjson
 
 from recorder.errors import Conflict
+from recorder.redaction import Redactor
 from recorder.reference.check import StreamCheck
-from recorder.store import EventStore, NewEvent, NewRun
+from recorder.store import EventStore, NewEvent, NewRun, Redacted
 from recorder.store.model import RECORDER
 from recorder.wire.events import decode
 from recorder.wire.jsontext import well_formed
@@ -40,6 +41,10 @@ def recorder_error(message: str, code: str) -> bytes:
     return orjson.dumps({"type": "RUN_ERROR", "message": message, "code": code})
 
 
+def _redacted(fired: tuple[str, ...], mac: str | None) -> Redacted | None:
+    return Redacted(fired, mac) if fired else None
+
+
 class SegmentPhase(enum.Enum):
     OPEN = "open"
     ENDED = "ended"
@@ -51,13 +56,19 @@ class Summary:
     """The text said in a thread (posted messages, then streamed deltas), up to a limit."""
 
     parts: list[str]
+    # Redaction applies to the stored events and, here, to the text as a whole too: a
+    # secret split across two deltas is whole in it.
+    redactor: Redactor | None = None
     size: int = 0
 
     def __post_init__(self) -> None:
         self.size = sum(map(len, self.parts))
 
     def text(self) -> str | None:
-        return well_formed("".join(self.parts)[:SUMMARY_LIMIT]) if self.parts else None
+        if not self.parts:
+            return None
+        text = "".join(self.parts)[:SUMMARY_LIMIT]
+        return well_formed(self.redactor.text(text) if self.redactor is not None else text)
 
 
 @dataclass(slots=True)
@@ -83,10 +94,20 @@ class Segment:
         violation = self.check.feed(obj if obj is not None else data)
         if violation is not None:
             self.problems.append({"seq": self.next_seq, "message": violation.message})
+        redactor = summary.redactor
         if obj is None:
-            return NewEvent(data, None)
+            if redactor is None:
+                return NewEvent(data, None)
+            result, _ = redactor.event(None, None, data)
+            return NewEvent(result.payload, None, redacted=_redacted(result.fired, result.mac))
         kind = obj.get("type")
         kind = kind if isinstance(kind, str) else None
+        event = NewEvent(data, kind)
+        if redactor is not None and not redactor.quiet(kind, obj):
+            result, stored = redactor.event(kind, obj, data)
+            if result.fired and stored is not None:
+                obj = stored  # (what the summary keeps, too)
+                event = NewEvent(result.payload, kind, redacted=Redacted(result.fired, result.mac))
         if kind == "RUN_FINISHED":
             self.phase = SegmentPhase.ENDED
             outcome = obj.get("outcome")
@@ -104,7 +125,7 @@ class Segment:
             if isinstance(delta, str) and summary.size < SUMMARY_LIMIT:
                 summary.parts.append(delta)
                 summary.size += len(delta)
-        return NewEvent(data, kind)
+        return event
 
     def end_with(self, message: str, code: str) -> tuple[NewEvent, bytes] | None:
         """End an OPEN run with a RUN_ERROR of the recorder's: the event to record and the

@@ -28,6 +28,8 @@ from recorder.store.model import (
     Page,
     PurgeReport,
     PurgeSelection,
+    Redacted,
+    Redaction,
     RewriteReport,
     Run,
     SearchDoc,
@@ -198,6 +200,11 @@ class EventStore(Protocol):
         """The thread, with the status of its latest run and its ``source`` (the point it
         branched off at, if it did; ``source.thread_id`` is None while that run is not
         recorded here). Raises ``ThreadNotFound``."""
+        ...
+
+    async def list_redactions(self, run_id: str) -> list[Redaction]:
+        """What redaction did to the run's stored input (seq -1) and events, by seq. An
+        unknown run has none (no error)."""
         ...
 
     async def list_forks(self, thread_id: str) -> list[Thread]:
@@ -445,6 +452,8 @@ __all__ = [
     "Page",
     "PurgeReport",
     "PurgeSelection",
+    "Redacted",
+    "Redaction",
     "RewriteReport",
     "Run",
     "SearchDoc",

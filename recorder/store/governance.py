@@ -40,6 +40,7 @@ _RUNS_OF = "SELECT run_id FROM runs WHERE thread_id = ?"
 
 # (table, condition on one thread id): deleted in this order (children before parents).
 THREAD_TABLES: list[tuple[str, str]] = [
+    ("redactions", f"run_id IN ({_RUNS_OF})"),
     ("tags", "thread_id = ?"),
     ("notes", "thread_id = ?"),
     ("scores", "thread_id = ?"),

@@ -19,6 +19,24 @@ RECORDER = "recorder"
 IMPORT = "import"
 
 
+class Redacted(NamedTuple):
+    """What redaction did to a recorded payload: the rules that fired, and a keyed hash
+    (HMAC-SHA256, hex) of the original bytes when a key is set."""
+
+    rules: tuple[str, ...]
+    mac: str | None = None
+
+
+class Redaction(NamedTuple):
+    """A redaction as the store keeps it: ``seq`` -1 is the run's posted input."""
+
+    run_id: str
+    seq: int
+    rules: tuple[str, ...]
+    mac: str | None
+    recorded_at: float
+
+
 class NewEvent(NamedTuple):
     """A frame to append: the payload exactly as received.
 
@@ -30,6 +48,8 @@ class NewEvent(NamedTuple):
     type: str | None
     origin: str = UPSTREAM
     recorded_at: float | None = None
+    # Set when the payload was redacted before it was stored.
+    redacted: Redacted | None = None
 
 
 class Appended(NamedTuple):
@@ -51,6 +71,8 @@ class NewRun:
     origin: str = UPSTREAM
     owner: str | None = None
     created_at: float | None = None
+    # Set when the input was redacted before it was stored.
+    input_redacted: Redacted | None = None
     # Without a parent: take the thread's latest run, read in the creating transaction so
     # two runs posted at once on one thread cannot both claim the same parent unseen.
     infer_parent: bool = False
@@ -112,6 +134,9 @@ class ThreadFilter:
     text: str | None = None
     # key/value pairs, each on the thread or on one of its runs
     tags: tuple[tuple[str, str], ...] = ()
+    # Only threads whose every run (and the thread itself) was recorded through one of
+    # these agents; None: no such limit. An agent-limited token's view of the list.
+    agents: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,7 +12,7 @@ import orjson
 from recorder.errors import InputError, RunNotFound, StoreError, ThreadNotFound
 from recorder.store.annotation import tag_condition
 from recorder.store.inputs import Chunk, ChunkCache, batches, reassemble
-from recorder.store.model import Page, Run, Thread, ThreadFilter, ThreadSource
+from recorder.store.model import Page, Redaction, Run, Thread, ThreadFilter, ThreadSource
 from recorder.store.statements import EVENT_COLUMNS, Body, Fetch, FetchEvents
 from recorder.wire.events import RecordedEvent
 
@@ -154,6 +154,19 @@ def list_forks(thread_id: str) -> Body[list[Thread]]:
     return [_thread(row) for row in rows]
 
 
+REDACTIONS = Fetch(
+    "SELECT run_id, seq, rules, original_mac, recorded_at FROM redactions WHERE run_id = ? "
+    "ORDER BY seq"
+)
+
+
+def list_redactions(run_id: str) -> Body[list[Redaction]]:
+    rows = yield REDACTIONS, (run_id,)
+    return [
+        Redaction(str(r[0]), int(r[1]), tuple(orjson.loads(r[2])), r[3], float(r[4])) for r in rows
+    ]
+
+
 def list_threads(filters: ThreadFilter, limit: int, cursor: str | None) -> Body[Page]:
     """Newest first (by last update, then id), ``limit`` a page, keyset-paginated."""
     conditions, params = _thread_conditions(filters)
@@ -207,6 +220,17 @@ def _thread_conditions(f: ThreadFilter) -> tuple[list[str], list[Any]]:
             "AND runs.agent = ?)"
         )
         params.append(f.agent)
+    if f.agents is not None:
+        if not f.agents:
+            conditions.append("1 = 0")
+        else:
+            marks = ", ".join("?" * len(f.agents))
+            conditions.append(
+                f"threads.agent IN ({marks}) AND NOT EXISTS (SELECT 1 FROM runs WHERE "
+                f"runs.thread_id = threads.thread_id AND "
+                f"(runs.agent IS NULL OR runs.agent NOT IN ({marks})))"
+            )
+            params += [*f.agents, *f.agents]
     if f.status is not None:
         conditions.append(f"{_LATEST_STATUS} = ?")
         params.append(f.status)

@@ -127,6 +127,19 @@ events = Table(
     UniqueConstraint("run_id", "seq", name="uq_events_run_seq"),
 )
 
+# Which rules redacted a stored payload before it was written (seq -1: the run's posted
+# input), and a keyed hash of the original bytes, so that whoever holds an original can
+# prove it is the one recorded. Kept beside the events, which never change.
+redactions = Table(
+    "redactions",
+    metadata,
+    Column("run_id", String, ForeignKey("runs.run_id"), primary_key=True),
+    Column("seq", Integer, primary_key=True),
+    Column("rules", Text, nullable=False),
+    Column("original_mac", String, nullable=True),
+    Column("recorded_at", Float, nullable=False),
+)
+
 # Derived data: rebuildable from the log at any time, never the source of truth.
 checkpoints = Table(
     "checkpoints",

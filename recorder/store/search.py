@@ -205,8 +205,14 @@ def _conditions(f: SearchFilter) -> tuple[list[str], list[Any]]:
         if not f.agents:
             conditions.append("1 = 0")
         else:
-            conditions.append(f"d.agent IN ({', '.join('?' for _ in f.agents)})")
-            params += list(f.agents)
+            # As the thread list: only threads whose every run went through these agents.
+            marks = ", ".join("?" for _ in f.agents)
+            conditions.append(
+                f"d.agent IN ({marks}) AND NOT EXISTS (SELECT 1 FROM runs "
+                "WHERE runs.thread_id = d.thread_id "
+                f"AND (runs.agent IS NULL OR runs.agent NOT IN ({marks})))"
+            )
+            params += [*f.agents, *f.agents]
     for column, value in (
         ("agent", f.agent),
         ("kind", f.kind),

@@ -44,6 +44,7 @@ from recorder.store.model import (
     Page,
     PurgeReport,
     PurgeSelection,
+    Redaction,
     RewriteReport,
     Run,
     SearchDoc,
@@ -250,6 +251,9 @@ class SqlStore:
 
     async def get_thread(self, thread_id: str) -> Thread:
         return await self._read(lambda: reads.get_thread(thread_id))
+
+    async def list_redactions(self, run_id: str) -> list[Redaction]:
+        return await self._read(lambda: reads.list_redactions(run_id))
 
     async def list_forks(self, thread_id: str) -> list[Thread]:
         return await self._read(lambda: reads.list_forks(thread_id))

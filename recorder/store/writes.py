@@ -32,6 +32,7 @@ from recorder.store.model import (
     Appended,
     NewEvent,
     NewRun,
+    Redacted,
     Run,
 )
 from recorder.store.reads import MAX_POSITION
@@ -59,6 +60,9 @@ INSERT_RUN = Execute(
     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 INSERT_INPUT = Execute("INSERT INTO run_inputs (run_id, input, root) VALUES (?, ?, ?)")
+INSERT_REDACTION = Execute(
+    "INSERT INTO redactions (run_id, seq, rules, original_mac, recorded_at) VALUES (?, ?, ?, ?, ?)"
+)
 SET_SOURCE = Execute("UPDATE threads SET source_run_id = ?, source_seq = ? WHERE thread_id = ?")
 # The run's last hash rides along: the subquery in RETURNING reads the event before the
 # new ones (the new event_count minus the count taken, minus one), so chaining an append
@@ -153,6 +157,8 @@ def create_run(run: NewRun, tree: InputTree | None = None) -> Body[Run]:
         yield INSERT_INPUT, (run.run_id, None, tree.root)
     elif run.input is not None:
         yield INSERT_INPUT, (run.run_id, run.input, None)
+    if run.input is not None and run.input_redacted is not None:
+        yield INSERT_REDACTION, _redaction_row(run.run_id, -1, run.input_redacted, now)
     if created and parent is not None and not inferred and parent != run.run_id:
         # A new thread started from a given parent (a fork into a new thread): the thread
         # keeps the point it branched off at.
@@ -219,6 +225,7 @@ def append_batches(
     position = int(max_position or 0)
     now = time.time()
     rows: list[tuple[Any, ...]] = []
+    redacted: list[tuple[Any, ...]] = []
     results: list[list[Appended]] = []
     heads: dict[str, bytes] = {}  # a run's last hash, for its next batch in this call
     for run_id, events in batches:
@@ -228,22 +235,33 @@ def append_batches(
         previous = heads.get(run_id) or _previous(thread_id, run_id, first_seq, row)
         seqs = range(first_seq, first_seq + len(events))
         positions = range(position + 1, position + 1 + len(events))
-        typed = [(_typed(kind), payload) for payload, kind, _, _ in events]
+        typed = [(_typed(kind), payload) for payload, kind, *_ in events]
         hashes = chain.event_links(previous, first_seq, typed)
         if hashes:
             heads[run_id] = hashes[-1]
         rows += [
             (at, thread_id, run_id, seq, kind, payload, now if when is None else when, how, h)
-            for at, seq, (kind, payload), (_, _, how, when), h in zip(
+            for at, seq, (kind, payload), (_, _, how, when, _), h in zip(
                 positions, seqs, typed, events, hashes, strict=True
             )
+        ]
+        redacted += [
+            _redaction_row(run_id, seq, event.redacted, now)
+            for seq, event in zip(seqs, events, strict=True)
+            if event.redacted is not None
         ]
         results.append(list(map(Appended._make, zip(seqs, positions, strict=True))))
         position += len(events)
     if rows:
         yield INSERT_EVENTS, rows
+        for row in redacted:
+            yield INSERT_REDACTION, row
         yield NOTIFY, ()
     return results
+
+
+def _redaction_row(run_id: str, seq: int, redacted: Redacted, now: float) -> tuple[Any, ...]:
+    return (run_id, seq, orjson.dumps(list(redacted.rules)).decode(), redacted.mac, now)
 
 
 def set_status(

@@ -13,13 +13,14 @@ from __future__ import annotations
 import base64
 import time
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import orjson
 
 from recorder.errors import Conflict, InputError, RunNotFound
-from recorder.store import Annotations, EventStore, Note, Run
+from recorder.redaction import RUN_INPUT, Redactor, redact
+from recorder.store import Annotations, EventStore, Note, Redacted, Run, ThreadFilter
 from recorder.store.model import RUNNING, Score, Tag
 from recorder.timetravel.export_lines import (
     RunLines,
@@ -48,10 +49,12 @@ async def check_threads(store: EventStore, thread_ids: Sequence[str]) -> None:
         await store.get_thread(thread_id)
 
 
-async def export_lines(store: EventStore, thread_ids: Sequence[str]) -> AsyncIterator[bytes]:
+async def export_lines(
+    store: EventStore, thread_ids: Sequence[str], agents: tuple[str, ...] | None = None
+) -> AsyncIterator[bytes]:
     """Every run of the threads (all threads when none are named), each with its events."""
     if not thread_ids:
-        thread_ids = await _all_threads(store)
+        thread_ids = await _all_threads(store, agents)
     for thread_id in thread_ids:
         for run in await store.list_runs(thread_id, inputs=True):
             yield orjson.dumps(_run_line(run)) + b"\n"
@@ -138,11 +141,12 @@ def _annotations(line: dict[str, Any]) -> Annotations:
     )
 
 
-async def _all_threads(store: EventStore) -> list[str]:
+async def _all_threads(store: EventStore, agents: tuple[str, ...] | None) -> list[str]:
+    """Every thread (only those all of whose runs went through ``agents``, when given)."""
     ids: list[str] = []
     cursor = None
     while True:
-        page = await store.list_threads(limit=500, cursor=cursor)
+        page = await store.list_threads(ThreadFilter(agents=agents), limit=500, cursor=cursor)
         ids.extend(t.thread_id for t in page.items)
         if page.cursor is None:
             return ids
@@ -198,12 +202,15 @@ async def _each(lines: Iterable[bytes] | AsyncIterable[bytes]) -> AsyncIterator[
 
 
 async def import_lines(
-    store: EventStore, lines: Iterable[bytes] | AsyncIterable[bytes]
+    store: EventStore,
+    lines: Iterable[bytes] | AsyncIterable[bytes],
+    redactor: Redactor | None = None,
 ) -> ImportReport:
     """Import an export. Each run is checked whole (its line and every event line) before
     any of it is written: a run imports whole or not at all, and a problem is an
     ``InputError`` naming its line and field; the runs before it stay imported, so the
-    same file, fixed, imports the rest."""
+    same file, fixed, imports the rest. With ``redactor``, inputs and events are redacted
+    as the proxy redacts what it records."""
     report = ImportReport()
     current: RunLines | None = None
     number = 0
@@ -215,7 +222,7 @@ async def import_lines(
         kind = line.get("kind")
         if kind == "run":
             if current is not None:
-                await _write(store, current, report)
+                await _write(store, current, report, redactor)
             current = run_lines(line, number)
         elif kind == "event":
             if current is None:
@@ -236,14 +243,32 @@ async def import_lines(
                 f'line {number}: kind: must be "run", "event" or "annotations", got {kind!r}'
             )
     if current is not None:
-        await _write(store, current, report)
+        await _write(store, current, report, redactor)
     return report
 
 
-async def _write(store: EventStore, run: RunLines, report: ImportReport) -> None:
+def _redact(run: RunLines, redactor: Redactor) -> None:
+    """The run's input and events as the proxy would have stored them."""
+    if run.run.input is not None:
+        result = redact(RUN_INPUT, run.run.input, redactor)
+        if result.fired:
+            redacted = Redacted(result.fired, result.mac)
+            run.run = replace(run.run, input=result.payload, input_redacted=redacted)
+    for i, event in enumerate(run.events):
+        result = redact(event.type, event.payload, redactor)
+        if result.fired:
+            redacted = Redacted(result.fired, result.mac)
+            run.events[i] = event._replace(payload=result.payload, redacted=redacted)
+
+
+async def _write(
+    store: EventStore, run: RunLines, report: ImportReport, redactor: Redactor | None = None
+) -> None:
     """Write one checked run: created with all its events and its status, or, when it is
     there already, only the events it lacks (and its status, if it was still running)."""
     check_complete(run)
+    if redactor is not None:
+        _redact(run, redactor)
     run_id = run.run.run_id
     try:
         existing = await store.get_run(run_id)

@@ -16,7 +16,7 @@ from typing import Any
 from recorder.errors import InputError
 from recorder.models import RUN_STATUSES, ForkPlan
 from recorder.reference.check import verify_frames
-from recorder.store import EventStore, Run, Thread, ThreadFilter
+from recorder.store import EventStore, Redaction, Run, Thread, ThreadFilter
 from recorder.timetravel.fork import ForkPlan as Plan
 from recorder.timetravel.history import History
 from recorder.timetravel.transfer import ImportReport
@@ -150,13 +150,21 @@ async def list_threads(
     limit: int = 50,
     cursor: str | None = None,
     tags: tuple[tuple[str, str], ...] = (),
+    agents: tuple[str, ...] | None = None,
 ) -> dict[str, Any]:
+    """A page of threads; ``agents``: only threads all of whose runs went through them."""
     if status is not None and status not in RUN_STATUSES:
         raise InputError(f"status must be one of {', '.join(RUN_STATUSES)}")
     if not 1 <= limit <= 500:
         raise InputError(f"limit must be 1 to 500, got {limit}")
     filters = ThreadFilter(
-        agent, status, parse_time(since, "since"), parse_time(until, "until"), text, tags
+        agent,
+        status,
+        parse_time(since, "since"),
+        parse_time(until, "until"),
+        text,
+        tags=tags,
+        agents=agents,
     )
     page = await store.list_threads(filters, limit=limit, cursor=cursor)
     return {"threads": [thread_view(t) for t in page.items], "nextCursor": page.cursor}
@@ -310,4 +318,19 @@ def verification(run_id: str | None, frames: list[bytes]) -> dict[str, Any]:
         "eventCount": len(frames),
         "ok": not found,
         "violations": [{"index": v.index, "type": v.type, "message": v.message} for v in found],
+    }
+
+
+def redactions_view(run_id: str, redactions: list[Redaction]) -> dict[str, Any]:
+    return {
+        "runId": run_id,
+        "redactions": [
+            {
+                "seq": r.seq,
+                "rules": list(r.rules),
+                "originalMac": r.mac,
+                "recordedAt": moment(r.recorded_at),
+            }
+            for r in redactions
+        ],
     }

@@ -109,6 +109,8 @@ async def test_every_answer_follows_its_declared_schema(served: Any) -> None:
         (f"/runs/{run}/state", "/runs/{run_id}/state", {"seq": 4}),
         (f"/runs/{run}/state", "/runs/{run_id}/state", {"seq": 999}),
         (f"/runs/{run}/verify", "/runs/{run_id}/verify", {}),
+        (f"/runs/{run}/redactions", "/runs/{run_id}/redactions", {}),
+        ("/runs/nope/redactions", "/runs/{run_id}/redactions", {}),
         (f"/runs/{run}/stream", "/runs/{run_id}/stream", {"afterSeq": 5}),
         ("/export", "/export", {"threadId": thread}),
         ("/export", "/export", {"threadId": "nope"}),

@@ -179,6 +179,6 @@ async def test_the_database_and_the_server_give_the_same_answers(
     assert json.loads(done.out)["tombstone"]
     done = await run_main("audit", "log", *sides[1], "--limit", "1", "--json")
     (latest,) = json.loads(done.out)["actions"]
-    assert (latest["actor"], latest["action"], latest["target"]) == ("token", "purge", "t2")
+    assert (latest["actor"], latest["action"], latest["target"]) == ("api_token", "purge", "t2")
     done = await run_main("purge", "--retention", *sides[1])
     assert done.code == 2 and "no retention is set" in done.err

@@ -51,6 +51,7 @@ async def test_upgrade_downgrade_upgrade_without_drift(db_url: str) -> None:
                 "tags",
                 "notes",
                 "scores",
+                "redactions",
             }
             assert await conn.run_sync(_diff) == []
         async with engine.begin() as conn:

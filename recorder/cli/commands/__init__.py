@@ -13,6 +13,7 @@ from recorder.cli.commands import (
     search,
     server,
     state,
+    token,
     transfer,
 )
 from recorder.cli.parser import Group
@@ -29,4 +30,5 @@ GROUPS: tuple[Group, ...] = (
     transfer,
     check,
     audit,
+    token,
 )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from recorder.errors import InputError
@@ -83,3 +85,28 @@ async def test_nothing_matches_nothing(store: EventStore) -> None:
 async def test_bad_cursor_is_a_clear_error(store: EventStore, cursor: str) -> None:
     with pytest.raises(InputError, match=r"^invalid cursor"):
         await store.list_threads(cursor=cursor)
+
+
+async def test_an_agent_limit_keeps_only_threads_all_of_whose_runs_it_covers(
+    store: EventStore,
+) -> None:
+    await store.create_run(NewRun("a1", "ta", agent="a", created_at=1000.0))
+    await store.create_run(NewRun("b1", "tb", agent="b", created_at=1001.0))
+    # A thread begun through "a" that later ran through "b" holds b's data: not a's to see.
+    await store.create_run(NewRun("m1", "tm", agent="a", created_at=1002.0))
+    await store.create_run(NewRun("m2", "tm", agent="b", created_at=1003.0))
+    await store.create_run(NewRun("n1", "tn", agent=None, created_at=1004.0))
+
+    def ids(page: Any) -> list[str]:
+        return [t.thread_id for t in page.items]
+
+    assert ids(await store.list_threads(ThreadFilter(agents=("a",)))) == ["ta"]
+    assert ids(await store.list_threads(ThreadFilter(agents=("b",)))) == ["tb"]
+    assert ids(await store.list_threads(ThreadFilter(agents=("a", "b")))) == ["tm", "tb", "ta"]
+    assert ids(await store.list_threads(ThreadFilter(agents=()))) == []
+    assert ids(await store.list_threads(ThreadFilter(agents=("a",), agent="b"))) == []
+    # Paging under the limit keeps to it.
+    first = await store.list_threads(ThreadFilter(agents=("a", "b")), limit=2)
+    assert ids(first) == ["tm", "tb"]
+    rest = await store.list_threads(ThreadFilter(agents=("a", "b")), limit=2, cursor=first.cursor)
+    assert ids(rest) == ["ta"]

@@ -11,8 +11,8 @@ Annotations live beside the log, never in it: ``tags`` (key/value), ``notes`` (t
 author and a time) and ``scores`` (one number), each on a thread (``run_id`` empty) or on
 one of its runs, keyed by thread.
 
-Revision ID: 0006_search
-Revises: 0003_storage
+Revision ID: 0005_search
+Revises: 0004_chain
 Create Date: 2026-11-30
 """
 
@@ -22,7 +22,7 @@ import sqlalchemy as sa
 from alembic import op
 from sqlalchemy.dialects.postgresql import TSVECTOR
 
-revision: str = "0006_search"
+revision: str = "0005_search"
 down_revision: str | None = "0004_chain"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
