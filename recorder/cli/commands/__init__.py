@@ -9,6 +9,7 @@ from recorder.cli.commands import (
     check,
     diff,
     fork,
+    redact,
     replay,
     search,
     server,
@@ -30,5 +31,6 @@ GROUPS: tuple[Group, ...] = (
     transfer,
     check,
     audit,
+    redact,
     token,
 )

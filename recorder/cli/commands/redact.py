@@ -1,0 +1,85 @@
+"""``recorder redact``: a redaction rule applied to what is already recorded."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import ValidationError
+
+from recorder.cli.context import Context
+from recorder.cli.local import open_database
+from recorder.cli.parser import Commands
+from recorder.config import RedactionConfig, RedactionRule
+from recorder.errors import InputError
+from recorder.timetravel.audit import CLI
+from recorder.timetravel.redact import redact_recorded
+
+
+def register(commands: Commands) -> None:
+    p = commands.add(
+        "redact",
+        redact,
+        "apply redaction rules to recorded events (a sanctioned rewrite, chains re-sealed)",
+        db=True,
+        json=True,
+    )
+    p.add_argument(
+        "--rule",
+        action="append",
+        default=[],
+        metavar="RULE",
+        help="a detector (email, card, token, ip, phone; builtin: all), a rule of the "
+        "settings' [redaction] by name, or NAME=REGEX (repeat)",
+    )
+    p.add_argument("--thread", action="append", default=[], metavar="T", help="a thread (repeat)")
+    p.add_argument("--reason", help="why (kept in the rewrite's record)")
+    p.add_argument("--dry-run", action="store_true", help="list what would change; change nothing")
+
+
+def rules_from(names: list[str], configured: tuple[RedactionRule, ...]) -> list[RedactionRule]:
+    if not names:
+        raise InputError("name at least one rule (--rule)")
+    by_name = {rule.name: rule for rule in configured}
+    rules: list[RedactionRule] = []
+    for name in names:
+        try:
+            if name in by_name:
+                rules.append(by_name[name])
+            elif "=" in name:
+                label, pattern = name.split("=", 1)
+                rules.append(RedactionRule(name=label, pattern=pattern))
+            else:
+                rules += RedactionConfig.model_validate({"rules": [name]}).rules
+        except ValidationError as exc:
+            problem = exc.errors()[0]["msg"]
+            raise InputError(f"--rule {name!r}: {problem}") from None
+    return rules
+
+
+async def redact(context: Context) -> int:
+    args = context.args
+    settings = context.settings()
+    rules = rules_from(args.rule, settings.redaction.rules)
+    store = await open_database(settings.db, create=False)
+    try:
+        report = await redact_recorded(
+            store, rules, args.thread, actor=CLI, reason=args.reason, dry_run=args.dry_run
+        )
+    finally:
+        await store.close()
+    answer = report.view()
+    context.out.data(answer, lambda: _text(answer, args.dry_run))
+    return 0
+
+
+def _text(answer: dict[str, Any], dry_run: bool) -> str:
+    verb = "would rewrite" if dry_run else "rewrote"
+    lines = [f"{verb} {answer['events']} events in {len(answer['runs'])} runs"]
+    for run in answer["runs"]:
+        seqs = ", ".join(str(seq) for seq in run["rewritten"])
+        line = f"  {run['runId']} ({run['threadId']}): seqs {seqs}; rules {', '.join(run['rules'])}"
+        if not dry_run:
+            line += f"; record {run['record']}"
+        lines.append(line)
+    lines += [f"  {run}: skipped, still recording" for run in answer["skipped"]]
+    return "\n".join(lines)

@@ -1,0 +1,85 @@
+"""Redaction of what is already recorded: a rule applied to stored events after the fact.
+
+Each run whose events a rule matches is rewritten through the sanctioned path
+(``EventStore.rewrite``): its payloads replaced in one transaction that the database
+allows, its hash chain and its thread's re-sealed with a link to the old heads, a record
+of what changed kept in ``rewrites`` and the action in the audit log. Runs still recording
+are left for later (a rewrite refuses them) and listed. Posted inputs are not rewritten:
+they are kept as content-addressed chunks other runs share (the input of every later run
+of the thread repeats the messages, and is left as it was recorded).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from recorder.config import RedactionRule
+from recorder.redaction import Redactor, redact
+from recorder.store import EventStore
+from recorder.store.model import RUNNING
+from recorder.timetravel.audit import rewrite
+
+
+@dataclass
+class RedactReport:
+    runs: list[dict[str, Any]] = field(default_factory=list)  # rewrites, or dry-run finds
+    skipped: list[str] = field(default_factory=list)  # runs still recording
+    events: int = 0
+
+    def view(self) -> dict[str, Any]:
+        return {"runs": self.runs, "skipped": self.skipped, "events": self.events}
+
+
+async def redact_recorded(
+    store: EventStore,
+    rules: Sequence[RedactionRule],
+    thread_ids: Iterable[str],
+    *,
+    actor: str,
+    reason: str | None,
+    dry_run: bool = False,
+) -> RedactReport:
+    """Apply ``rules`` to the stored events of these threads (every thread when none)."""
+    redactor = Redactor(rules)
+    label = ", ".join(rule.name for rule in rules)
+    report = RedactReport()
+    for thread_id in await _threads(store, list(thread_ids)):
+        for run in await store.list_runs(thread_id):
+            changed: dict[int, bytes] = {}
+            fired: set[str] = set()
+            for event in await store.read_events(run.run_id):
+                result = redact(event.type, event.payload, redactor)
+                if result.fired:
+                    changed[event.seq] = result.payload
+                    fired.update(result.fired)
+            if not changed:
+                continue
+            if run.status == RUNNING:
+                report.skipped.append(run.run_id)
+                continue
+            report.events += len(changed)
+            if dry_run:
+                found = {"runId": run.run_id, "threadId": thread_id, "rewritten": sorted(changed)}
+                report.runs.append({**found, "rules": sorted(fired)})
+                continue
+            why = f"redact ({label})" + (f": {reason}" if reason else "")
+            done = await rewrite(store, run.run_id, changed, actor=actor, reason=why)
+            report.runs.append({**done, "rules": sorted(fired)})
+    return report
+
+
+async def _threads(store: EventStore, named: list[str]) -> list[str]:
+    if named:
+        for thread_id in named:
+            await store.get_thread(thread_id)  # ThreadNotFound for an unknown id
+        return named
+    found: list[str] = []
+    cursor = None
+    while True:
+        page = await store.list_threads(limit=500, cursor=cursor)
+        found += [thread.thread_id for thread in page.items]
+        if page.cursor is None:
+            return found
+        cursor = page.cursor

@@ -1,0 +1,81 @@
+"""``recorder redact``: a rule applied to recorded events through the sanctioned rewrite,
+the chains re-sealed (``audit verify`` passes), the rewrite in the audit log."""
+
+from __future__ import annotations
+
+import json
+
+from recorder.store import NewEvent, NewRun, open_store
+from tests.cli.conftest import run_main
+
+SECRET = "alice@example.com"
+
+
+async def _record(db: str) -> None:
+    store = await open_store(db, migrate=True)
+    try:
+        for thread, text in (("t1", f"mail {SECRET} today"), ("t2", "nothing to hide")):
+            run = f"{thread}-r"
+            await store.create_run(NewRun(run, thread, agent="a", input=b'{"messages":[]}'))
+            frames = [
+                {"type": "RUN_STARTED", "threadId": thread, "runId": run},
+                {"type": "TEXT_MESSAGE_START", "messageId": "m", "role": "assistant"},
+                {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": text},
+                {"type": "TEXT_MESSAGE_END", "messageId": "m"},
+                {"type": "RUN_FINISHED", "threadId": thread, "runId": run},
+            ]
+            await store.append(
+                run, [NewEvent(json.dumps(f).encode(), str(f["type"])) for f in frames]
+            )
+            await store.set_status(run, "finished")
+    finally:
+        await store.close()
+
+
+async def _payloads(db: str, run: str) -> list[bytes]:
+    store = await open_store(db)
+    try:
+        return [event.payload for event in await store.read_events(run)]
+    finally:
+        await store.close()
+
+
+async def test_redact_rewrites_what_a_rule_matches_and_reseals(db_url: str) -> None:
+    await _record(db_url)
+    before = await _payloads(db_url, "t1-r")
+    untouched = await _payloads(db_url, "t2-r")
+
+    done = await run_main("redact", "--rule", "email", "--dry-run", "--db", db_url, "--json")
+    assert done.code == 0, done.err
+    found = json.loads(done.out)
+    assert found["events"] == 1 and [r["runId"] for r in found["runs"]] == ["t1-r"]
+    assert await _payloads(db_url, "t1-r") == before  # a dry run changes nothing
+
+    done = await run_main("redact", "--rule", "email", "--reason", "erasure", "--db", db_url)
+    assert done.code == 0, done.err
+    assert "rewrote 1 events in 1 runs" in done.out
+    after = await _payloads(db_url, "t1-r")
+    assert b"[REDACTED:email]" in after[2] and SECRET.encode() not in b"".join(after)
+    assert after[:2] == before[:2] and after[3:] == before[3:]
+    assert await _payloads(db_url, "t2-r") == untouched
+
+    done = await run_main("audit", "verify", "--db", db_url)
+    assert done.code == 0, done.out + done.err
+    done = await run_main("audit", "log", "--db", db_url, "--action", "rewrite", "--json")
+    (action,) = json.loads(done.out)["actions"]
+    assert (action["actor"], action["target"], action["outcome"]) == ("cli", "t1-r", "ok")
+    # Nothing left to redact: a second pass rewrites nothing.
+    done = await run_main("redact", "--rule", "email", "--db", db_url, "--json")
+    assert json.loads(done.out)["events"] == 0
+
+
+async def test_redact_with_a_custom_pattern_and_bad_rules(db_url: str) -> None:
+    await _record(db_url)
+    done = await run_main("redact", "--rule", "word=hi+de", "--thread", "t2", "--db", db_url)
+    assert done.code == 0, done.err
+    assert b"[REDACTED:word]" in (await _payloads(db_url, "t2-r"))[2]
+    for bad in ("nosuchdetector", "broken=("):
+        done = await run_main("redact", "--rule", bad, "--db", db_url)
+        assert done.code == 2 and "--rule" in done.err and "Traceback" not in done.err
+    done = await run_main("redact", "--db", db_url)
+    assert done.code == 2 and "--rule" in done.err
