@@ -110,9 +110,14 @@ async def test_the_audit_log_lists_forks_imports_and_purges(
     assert bad.status_code == 422 and "not an age" in bad.json()["detail"]
     log = (await http.get("/audit/log")).json()
     seen = [(a["actor"], a["action"], a["target"], a["outcome"]) for a in log["actions"]]
-    assert seen[0] == ("token", "purge", None, "ok")
-    assert ("token", "import", None, "ok") in seen
-    assert ("token", "fork", "t1-r1", "ok") in seen and ("token", "fork", "t2-r1", "ok") in seen
+    assert seen[0] == ("api_token", "purge", None, "ok")
+    assert ("api_token", "import", None, "ok") in seen
+    assert ("api_token", "fork", "t1-r1", "ok") in seen and (
+        "api_token",
+        "fork",
+        "t2-r1",
+        "ok",
+    ) in seen
     fork = next(a for a in log["actions"] if a["target"] == "t2-r1")
     assert fork["detail"]["threadId"] == "t2-branch"
     done = await run_main("purge", "--thread", "nope", "--db", recorded.db)

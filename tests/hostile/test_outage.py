@@ -46,7 +46,10 @@ async def test_runs_cut_off_by_an_outage_are_closed_when_the_database_returns() 
         return sse(slow_run("t", "r"), delay=0.02)
 
     async with private_cluster() as cluster, serving(scripted_upstream({"a": agent})) as up:
-        async with recorder_at(cluster.url, {"a": f"{up}/a"}) as rec:
+        # Without the journal (``journal = false``): the outage is fail-closed, as the
+        # recorder is where the journal is off or past its bounds (the journal's own outage
+        # tests: tests/proxy/test_journal_pg.py).
+        async with recorder_at(cluster.url, {"a": f"{up}/a"}, journal=False) as rec:
             async with httpx.AsyncClient(base_url=rec, timeout=60) as client:
                 body = {"threadId": "t", "runId": "r", "messages": []}
                 proxied = asyncio.create_task(client.post("/agents/a", json=body))
