@@ -31,7 +31,7 @@ import dataclasses
 import logging
 import shutil
 import time
-from collections.abc import Callable, Coroutine, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from typing import Any, TypeVar
 
 from recorder.config import Settings
@@ -41,35 +41,20 @@ from recorder.errors import (
     StoreUnavailable,
 )
 from recorder.proxy.journal import JournalFile, Record, journal_directory
+from recorder.proxy.passthrough import Passthrough
 from recorder.proxy.replay import Replay, adopt, falls_back
 from recorder.store import (
-    Annotations,
     Appended,
     EventStore,
     NewEvent,
     NewRun,
-    Note,
-    Page,
-    Redaction,
     Run,
-    SearchDoc,
-    SearchFilter,
-    Thread,
-    ThreadFilter,
 )
 from recorder.store.model import (
     RUNNING,
     TERMINAL,
-    Action,
-    ChainReport,
-    Heads,
-    PurgeReport,
-    PurgeSelection,
-    RewriteReport,
-    Tombstone,
 )
 from recorder.telemetry import NO_OBSERVER, Observer
-from recorder.wire.events import RecordedEvent
 
 T = TypeVar("T")
 LOG = logging.getLogger("recorder.journal")
@@ -82,8 +67,9 @@ class _Fallback(Exception):
     """The database did not take the write: journal it."""
 
 
-class JournaledStore:
-    """An ``EventStore`` whose writes fall back on a journal; reads go to the database."""
+class JournaledStore(Passthrough):
+    """An ``EventStore`` whose writes fall back on a journal; reads go to the database
+    (``Passthrough``)."""
 
     def __init__(
         self,
@@ -376,160 +362,6 @@ class JournaledStore:
         else:
             with contextlib.suppress(OSError):
                 directory.rmdir()  # only when empty: nothing is left to replay
-
-    # -- everything else is the database's -------------------------------------------------
-
-    async def migrate(self) -> None:
-        await self.store.migrate()
-
-    async def heartbeat(self, run_ids: Sequence[str], owner: str) -> None:
-        await self.store.heartbeat(run_ids, owner)
-
-    async def mark_incomplete(
-        self,
-        *,
-        owner: str | None = None,
-        stale_before: float | None = None,
-        exclude_owner: str | None = None,
-    ) -> list[str]:
-        return await self.store.mark_incomplete(
-            owner=owner, stale_before=stale_before, exclude_owner=exclude_owner
-        )
-
-    async def get_run(self, run_id: str, *, input: bool = True) -> Run:
-        return await self.store.get_run(run_id, input=input)
-
-    async def read_events(
-        self, run_id: str, *, gt: int = -1, lte: int | None = None, limit: int | None = None
-    ) -> list[RecordedEvent]:
-        return await self.store.read_events(run_id, gt=gt, lte=lte, limit=limit)
-
-    async def read_after(
-        self, position: int, *, limit: int | None = None, thread_id: str | None = None
-    ) -> list[RecordedEvent]:
-        return await self.store.read_after(position, limit=limit, thread_id=thread_id)
-
-    async def max_position(self) -> int:
-        return await self.store.max_position()
-
-    async def list_runs(self, thread_id: str, *, inputs: bool = False) -> list[Run]:
-        return await self.store.list_runs(thread_id, inputs=inputs)
-
-    async def get_thread(self, thread_id: str) -> Thread:
-        return await self.store.get_thread(thread_id)
-
-    async def list_forks(self, thread_id: str) -> list[Thread]:
-        return await self.store.list_forks(thread_id)
-
-    async def list_redactions(self, run_id: str) -> list[Redaction]:
-        return await self.store.list_redactions(run_id)
-
-    async def list_threads(
-        self, filters: ThreadFilter | None = None, *, limit: int = 50, cursor: str | None = None
-    ) -> Page:
-        return await self.store.list_threads(filters, limit=limit, cursor=cursor)
-
-    async def lineage(self, run_id: str, *, inputs: bool = True) -> list[Run]:
-        return await self.store.lineage(run_id, inputs=inputs)
-
-    async def save_checkpoint(self, run_id: str, seq: int, data: bytes) -> None:
-        await self.store.save_checkpoint(run_id, seq, data)
-
-    async def drop_checkpoints(self, run_id: str | None = None) -> int:
-        return await self.store.drop_checkpoints(run_id)
-
-    async def nearest_checkpoint(self, run_id: str, seq: int) -> tuple[int, bytes] | None:
-        return await self.store.nearest_checkpoint(run_id, seq)
-
-    async def heads(self) -> Heads:
-        return await self.store.heads()
-
-    async def list_actions(
-        self, *, limit: int = 100, before: int | None = None, action: str | None = None
-    ) -> list[Action]:
-        return await self.store.list_actions(limit=limit, before=before, action=action)
-
-    async def purge(
-        self, selection: PurgeSelection, *, actor: str, reason: str | None, dry_run: bool = False
-    ) -> PurgeReport:
-        return await self.store.purge(selection, actor=actor, reason=reason, dry_run=dry_run)
-
-    async def record_action(
-        self,
-        actor: str,
-        action: str,
-        target: str | None,
-        outcome: str,
-        detail: dict[str, Any] | None = None,
-    ) -> int:
-        return await self.store.record_action(actor, action, target, outcome, detail)
-
-    async def rewrite(
-        self, run_id: str, payloads: Mapping[int, bytes], *, actor: str, reason: str | None
-    ) -> RewriteReport:
-        return await self.store.rewrite(run_id, payloads, actor=actor, reason=reason)
-
-    async def tombstones(self) -> list[Tombstone]:
-        return await self.store.tombstones()
-
-    async def verify_chains(
-        self,
-        thread_ids: Sequence[str] = (),
-        run_ids: Sequence[str] = (),
-        *,
-        marks: Mapping[str, int] | None = None,
-    ) -> ChainReport:
-        return await self.store.verify_chains(thread_ids, run_ids, marks=marks)
-
-    async def wait(self, timeout: float) -> None:
-        await self.store.wait(timeout)
-
-    # Search and annotations: derived data and notes beside the log, straight to the
-    # database (nothing of a run's recording depends on them).
-
-    async def search(
-        self, filters: SearchFilter, *, limit: int = 20, cursor: str | None = None
-    ) -> Page:
-        return await self.store.search(filters, limit=limit, cursor=cursor)
-
-    async def runs_to_index(self, limit: int) -> list[str]:
-        return await self.store.runs_to_index(limit)
-
-    async def index_run(
-        self,
-        run_id: str,
-        thread_id: str,
-        docs: Sequence[SearchDoc],
-        *,
-        replace: bool = True,
-        done: bool = True,
-    ) -> int:
-        return await self.store.index_run(run_id, thread_id, docs, replace=replace, done=done)
-
-    async def clear_index(self, thread_id: str | None = None) -> None:
-        await self.store.clear_index(thread_id)
-
-    async def set_tags(
-        self, thread_id: str, run_id: str | None, tags: Mapping[str, str | None]
-    ) -> None:
-        await self.store.set_tags(thread_id, run_id, tags)
-
-    async def add_note(self, note: Note) -> None:
-        await self.store.add_note(note)
-
-    async def remove_note(self, note_id: str) -> str:
-        return await self.store.remove_note(note_id)
-
-    async def set_score(
-        self, thread_id: str, run_id: str | None, value: float | None, author: str | None
-    ) -> None:
-        await self.store.set_score(thread_id, run_id, value, author)
-
-    async def annotations(self, thread_id: str) -> Annotations:
-        return await self.store.annotations(thread_id)
-
-    async def restore_annotations(self, saved: Annotations) -> None:
-        await self.store.restore_annotations(saved)
 
 
 async def _go_on(write: Coroutine[Any, Any, T], waiting_on: Any) -> T:
