@@ -37,10 +37,9 @@ from recorder.store import chain as chains
 from recorder.store.model import Action, PurgedThread
 from recorder.timetravel.views import moment
 
-# Who acts, until tokens have names: the CLI, the API token, or nobody (no token set).
+# Who acts when no token does: the CLI on the database, the retention pass of a server.
+# Through the API the actor is the token's name (``recorder.api.access.Principal.actor``).
 CLI = "cli"
-TOKEN = "token"
-ANONYMOUS = "anonymous"
 RETENTION = "retention"
 
 
