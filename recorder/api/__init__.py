@@ -11,7 +11,7 @@ import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import parse_qsl, urlsplit
 
 import orjson
 from fastapi import FastAPI
@@ -82,8 +82,13 @@ class RecorderApp(FastAPI):
 
     def _refusal(self, scope: Scope) -> tuple[int, str] | None:
         """Why the request is refused before any route sees it (status, detail), if it is:
-        a Host this recorder does not answer to, or the API's documents without the token
+        a NUL in a query parameter other than searched text (PostgreSQL text cannot hold
+        one: the same answer on both databases, naming the parameter), a Host this recorder
+        does not answer to, or the API's documents without the token
         (FastAPI serves them apart from the routers that require it)."""
+        nul = nul_parameter(scope)
+        if nul is not None:
+            return 422, f"query parameter {nul[:100]!r}: must not contain NUL"
         headers = Headers(scope=scope)
         if self.allowed_hosts is not None:
             host = host_name(headers.get("host"))
@@ -284,3 +289,18 @@ def _errors_as_json(responses: dict[str, dict[str, Any]]) -> None:
 def _local(settings: Settings) -> str:
     host = "127.0.0.1" if settings.host in ("0.0.0.0", "::", "") else settings.host
     return f"{host}:{settings.port}"
+
+
+# Query parameters holding text to find, where a NUL is one more character to look for.
+_SEARCHED_TEXT = frozenset({"q"})
+
+
+def nul_parameter(scope: Scope) -> str | None:
+    """The first query parameter, searched text aside, whose name or value holds a NUL."""
+    query: bytes = scope.get("query_string", b"")
+    if b"%00" not in query and b"\x00" not in query:
+        return None
+    for name, value in parse_qsl(query.decode("latin-1"), keep_blank_values=True):
+        if name not in _SEARCHED_TEXT and ("\x00" in value or "\x00" in name):
+            return name
+    return None

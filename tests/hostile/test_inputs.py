@@ -114,6 +114,33 @@ async def test_text_with_nul_is_stored_and_the_run_closes(db_url: str) -> None:
             assert (await client.get("/threads", params={"q": "\x00"})).status_code == 200
 
 
+@pytest.mark.parametrize(
+    "path, params",
+    [
+        ("/threads", {"agent": "demo\x00"}),
+        ("/threads", {"tag": "k:v\x00"}),
+        ("/threads", {"since": "2020-01-01\x00"}),
+        ("/search", {"q": "hello", "tool": "t\x00"}),
+        ("/search", {"q": "hello", "status": "\x00finished"}),
+        ("/audit/log", {"action": "fork\x00"}),
+        ("/runs/r1/diff", {"toRun": "r\x00"}),
+    ],
+)
+async def test_a_nul_in_a_filter_is_422_naming_the_parameter(
+    db_url: str, path: str, params: dict[str, str]
+) -> None:
+    async with demo_upstream() as up, recorder_at(db_url, {"demo": up}) as rec:
+        async with httpx.AsyncClient(base_url=rec, timeout=30) as client:
+            await post_run(client, "/agents/demo", run_input("t1", "r1", "hello"))
+            answer = await client.get(path, params=params)
+            assert answer.status_code == 422, answer.text
+            name = next(k for k, v in params.items() if "\x00" in v)
+            assert answer.json() == {"detail": f"query parameter {name!r}: must not contain NUL"}
+            # without the NUL the same request is answered
+            clean = {k: v.replace("\x00", "") for k, v in params.items()}
+            assert (await client.get(path, params=clean)).status_code != 422
+
+
 async def test_one_new_run_id_posted_ten_times_at_once_is_one_200_and_nine_409s(
     db_url: str,
 ) -> None:
