@@ -284,7 +284,7 @@ class Settings(BaseSettings):
     # or any name when bound to every interface. "*" in the list: any name.
     allowed_hosts: list[str] | None = None
     # Seconds a client may take to read what was sent to it before it is dropped (the run
-    # goes on recorded, as when a client leaves).
+    # goes on recorded, as when a client leaves); readers of replays and live attaches too.
     client_write_timeout: Annotated[float, Field(gt=0)] = 60.0
     # "commit": a frame reaches the client only once it is in the log (group commit).
     # "buffered": forward first, record right after (lower latency, may lose the tail on a crash).

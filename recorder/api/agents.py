@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from fastapi import APIRouter, Query, Request
-from fastapi.responses import Response, StreamingResponse
+from fastapi.responses import Response
 
 from recorder.api.access import PrincipalDep, ReadDep, check_agent, visible_thread
 from recorder.api.deps import RuntimeDep
 from recorder.api.proxy_endpoint import read_body
-from recorder.api.views import ERRORS, JSON, SSE_HEADERS, stream_doc
+from recorder.api.views import ERRORS, JSON, SSE_HEADERS, EventStream, stream_doc
 from recorder.errors import InputError, ThreadNotFound
 from recorder.models import AgentList
 from recorder.proxy.request import parse_run_input
@@ -34,7 +34,7 @@ async def list_agents(runtime: RuntimeDep, principal: PrincipalDep) -> JSON:
     "/agents/{name}/connect",
     dependencies=[ReadDep],
     summary="The thread's history as one stream, then its live run",
-    response_class=StreamingResponse,
+    response_class=EventStream,
     responses={**ERRORS, **stream_doc("the thread's history as one AG-UI stream")},
 )
 async def connect(
@@ -62,8 +62,6 @@ async def connect(
         # No history yet: an empty stream, which a client folds into nothing.
         return Response(b"", media_type="text/event-stream", headers=SSE_HEADERS)
     stream = ThreadStream(runtime.store, runtime.history)
-    return StreamingResponse(
-        stream.frames(thread_id, compact=compact),
-        media_type="text/event-stream",
-        headers=SSE_HEADERS,
-    )
+    response = EventStream(stream.frames(thread_id, compact=compact), headers=SSE_HEADERS)
+    response.write_timeout = runtime.settings.client_write_timeout
+    return response

@@ -114,7 +114,9 @@ async def run_stream(
     else:
         after = -1
     chunks = stream_run(runtime.store, run_id, after_seq=after, live=live)
-    return EventStream(chunks, headers=SSE_HEADERS)
+    response = EventStream(chunks, headers=SSE_HEADERS)
+    response.write_timeout = runtime.settings.client_write_timeout
+    return response
 
 
 @router.post(

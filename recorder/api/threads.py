@@ -96,4 +96,6 @@ async def thread_stream(
     await runtime.store.get_thread(thread_id)
     await visible_thread(runtime, principal, thread_id)
     stream = ThreadStream(runtime.store, runtime.history, live=live)
-    return EventStream(stream.frames(thread_id, compact=compact), headers=SSE_HEADERS)
+    response = EventStream(stream.frames(thread_id, compact=compact), headers=SSE_HEADERS)
+    response.write_timeout = runtime.settings.client_write_timeout
+    return response

@@ -98,3 +98,50 @@ async def test_a_client_that_does_not_read_is_dropped_and_its_run_recorded(
                 received = await asyncio.to_thread(read_to_end, sock, 10)
                 sock.close()
                 assert len(received) < FRAMES * 150_000, "the stalled client was dropped"
+
+
+def stalled_get(base: str, path: str) -> socket.socket:
+    """Send a GET and read nothing: a receive buffer of 4 kB, never emptied."""
+    host, port = base.removeprefix("http://").split(":")
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.connect((host, int(port)))
+    sock.sendall(f"GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n".encode())
+    return sock
+
+
+LONG = 10_000  # frames of 1.5 kB: 15 MB in pages of 1,000 frames
+
+
+def long_agent(request: Request) -> Response:
+    filler = "y" * 1500
+    chunks = [b'data: {"type":"RUN_STARTED","threadId":"t","runId":"r"}\n\n']
+    chunks += [
+        f'data: {{"type":"CUSTOM","name":"n{i}","value":"{filler}"}}\n\n'.encode()
+        for i in range(LONG)
+    ]
+    chunks.append(b'data: {"type":"RUN_FINISHED","threadId":"t","runId":"r"}\n\n')
+    return sse(chunks)
+
+
+@pytest.mark.parametrize("route", ["replay", "thread", "connect"])
+async def test_a_reader_of_recorded_streams_that_does_not_read_is_dropped(
+    sqlite_url: str, route: str
+) -> None:
+    async with serving(scripted_upstream({"a": long_agent})) as up:
+        async with recorder_at(sqlite_url, {"a": f"{up}/a"}, client_write_timeout=1.0) as rec:
+            async with httpx.AsyncClient(base_url=rec, timeout=30) as client:
+                await post_run(client, "/agents/a", {"threadId": "t", "runId": "r"})
+            if route == "replay":
+                sock = stalled_get(rec, "/runs/r/stream")
+            elif route == "thread":
+                sock = stalled_get(rec, "/threads/t/stream")
+            else:
+                sock = stalled_post(rec, "/agents/a/connect", {"threadId": "t", "runId": "c"})
+            await asyncio.sleep(3)  # three times the write timeout, reading nothing
+            received = await asyncio.to_thread(read_to_end, sock, 10)
+            sock.close()
+            # Dropped: the answer ends (the read above does not time out) well short of the
+            # 15 MB recorded; a reader kept waiting would now get all of it.
+            assert received.startswith(b"HTTP/1.1 200")
+            assert len(received) < LONG * 1500 / 2
