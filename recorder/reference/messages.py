@@ -28,24 +28,40 @@ class MessageList:
         self.reindex()
 
     def reindex(self) -> None:
+        items = self.items
         self.by_id.clear()
         self.calls.clear()
-        for message in self.items:
-            if type(message) is dict:
+        dicts = [m for m in items if type(m) is dict]
+        try:
+            # Each id's first message: the later ones are written first and overwritten.
+            found = {m.get("id"): m for m in reversed(dicts)}
+        except TypeError:  # an id no dict can key (a list, say): no id of a message
+            for message in dicts:
                 self._index(message)
-        self.aliased = len({id(m) for m in self.items}) != len(self.items)
+        else:
+            self.by_id.update(found)
+            for key in [key for key in found if type(key) is not str]:
+                del self.by_id[key]
+            for message in dicts:
+                if "toolCalls" in message:
+                    self._index_calls(message)
+        self.aliased = len({id(m) for m in items}) != len(items)
 
-    def _index(self, message: JSONObject) -> None:
-        """Index a message that comes after every message already indexed."""
-        mid = message.get("id")
-        if type(mid) is str and mid not in self.by_id:
-            self.by_id[mid] = message
+    def _index_calls(self, message: JSONObject) -> None:
         calls = message.get("toolCalls")
         if type(calls) is list:
             for call in calls:
                 cid = call.get("id") if type(call) is dict else None
                 if type(cid) is str and cid not in self.calls:
                     self.calls[cid] = (message, call)
+
+    def _index(self, message: JSONObject) -> None:
+        """Index a message that comes after every message already indexed."""
+        mid = message.get("id")
+        if type(mid) is str and mid not in self.by_id:
+            self.by_id[mid] = message
+        if "toolCalls" in message:
+            self._index_calls(message)
 
     def push(self, message: JSONObject) -> None:
         self.items.append(message)

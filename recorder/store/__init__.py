@@ -260,6 +260,14 @@ class EventStore(Protocol):
         None if there is none."""
         ...
 
+    async def run_checkpoint(
+        self, run_id: str, seq: int | None = None
+    ) -> tuple[Run, tuple[int, bytes] | None]:
+        """``get_run(run_id, input=False)`` and the run's ``nearest_checkpoint`` at or
+        before ``seq`` (None, or past its last event: at its last event), read together:
+        the state at a run's boundary from one row. Raises ``RunNotFound``."""
+        ...
+
     # -- governance: the hash chains, sanctioned changes, the audit log ----------------------
 
     async def verify_chains(
