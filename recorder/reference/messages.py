@@ -34,14 +34,12 @@ class MessageList:
         dicts = [m for m in items if type(m) is dict]
         try:
             # Each id's first message: the later ones are written first and overwritten.
-            found = {m.get("id"): m for m in reversed(dicts)}
+            found: dict[Any, JSONObject] = {m.get("id"): m for m in reversed(dicts)}
         except TypeError:  # an id no dict can key (a list, say): no id of a message
             for message in dicts:
                 self._index(message)
         else:
-            self.by_id.update(found)
-            for key in [key for key in found if type(key) is not str]:
-                del self.by_id[key]
+            self.by_id.update((key, m) for key, m in found.items() if type(key) is str)
             for message in dicts:
                 if "toolCalls" in message:
                     self._index_calls(message)
