@@ -307,6 +307,9 @@ class EventStore(Protocol):
         """Replace the stored payloads of the run's events at the given seqs, in one
         sanctioned transaction: the run's chain is recomputed from the first of them, its
         head and its thread's chain re-sealed, and a record links the old heads to the new.
+        The run's checkpoints from the first of them on, folded over what the events said
+        before, are dropped in the same transaction (``History.build_checkpoints`` makes
+        them again).
 
         Raises ``RunNotFound``, ``Conflict`` for a run still recording, ``InputError`` for
         a seq the run does not have.
