@@ -29,21 +29,19 @@ class MessageList:
 
     def reindex(self) -> None:
         items = self.items
-        self.by_id.clear()
-        self.calls.clear()
         dicts = [m for m in items if type(m) is dict]
-        try:
-            # Each id's first message: the later ones are written first and overwritten.
-            found: dict[Any, JSONObject] = {m.get("id"): m for m in reversed(dicts)}
-        except TypeError:  # an id no dict can key (a list, say): no id of a message
-            for message in dicts:
-                self._index(message)
-        else:
-            self.by_id.update((key, m) for key, m in found.items() if type(key) is str)
-            for message in dicts:
-                if "toolCalls" in message:
-                    self._index_calls(message)
-        self.aliased = len({id(m) for m in items}) != len(items)
+        # Each id's first message: the later ones are written first and overwritten.
+        self.by_id = {m["id"]: m for m in reversed(dicts) if type(m.get("id")) is str}
+        calls: dict[str, tuple[JSONObject, JSONObject]] = {}
+        for message in [m for m in dicts if "toolCalls" in m]:
+            held = message["toolCalls"]
+            if type(held) is list:
+                for call in held:
+                    cid = call.get("id") if type(call) is dict else None
+                    if type(cid) is str and cid not in calls:
+                        calls[cid] = (message, call)
+        self.calls = calls
+        self.aliased = len(set(map(id, items))) != len(items)
 
     def _index_calls(self, message: JSONObject) -> None:
         calls = message.get("toolCalls")
