@@ -123,6 +123,12 @@ def _cached(root: bytes, cache: ChunkCache) -> bytes | None:
         data = chunk.data
         if chunk.level == 0:
             out.append(data)
+        elif chunk.level == 1:  # its children are leaves: joined here, in order
+            for i in range(0, len(data), HASH_BYTES):
+                leaf = get(data[i : i + HASH_BYTES])
+                if leaf is None or leaf.level:
+                    return None
+                out.append(leaf.data)
         else:  # its children, the first on top
             stack += [
                 data[i : i + HASH_BYTES] for i in range(len(data) - HASH_BYTES, -1, -HASH_BYTES)
