@@ -11,7 +11,8 @@ latest to-dos are kept, ~1.5 KB of state).
   timed. Then, as a recorder does behind every closed run (off its client's path), its
   checkpoints are built (``History.build_checkpoints``): timed apart, in a row of its
   own, and counted in the bytes. The state at an earlier turn is
-  ``History(store).project(run)``; the history is ``list_runs(thread)``. The growth row
+  ``History(store).state(run_id)`` (the run with the checkpoint written when it closed,
+  one query, as the API reads it); the history is ``list_runs(thread)``. The growth row
   compares our bytes after all turns with those after a tenth of them (whole inputs
   would grow with the square: about 100x).
 - Theirs: each turn one ``aput`` of a checkpoint holding the channels ``messages`` (the whole
@@ -164,7 +165,7 @@ async def read_ours(store: EventStore, talk: Conversation, turns: list[int]) -> 
     samples = []
     for turn in turns:
         started = time.perf_counter()
-        at = await history.project(await store.get_run(f"run-{turn}", input=False))
+        _run, at = await history.state(f"run-{turn}")
         samples.append((time.perf_counter() - started) * 1000)
         _same(turn, talk, at.messages, at.state)
     return samples

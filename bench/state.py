@@ -1,13 +1,15 @@
 """State at a point: ``GET /runs/{id}/state?seq=N`` on a long recorded run.
 
 A run of mixed events is written into a SQLite store (with a posted RunAgentInput as its
-starting point), then two recorder processes serve that file: one as configured by default
-(a checkpoint every 1000 events), one with checkpoints off, which folds the run from its
-start for every query: the baseline. A first query at the run's end builds the checkpoints;
-then each round asks for the state at seeded random points and takes the median.
+starting point) and its checkpoints are built as a recorder builds them when a run closes
+(every 250 events, the default, and one at its last event). Then two recorder processes
+serve that file: one as configured by default, one with checkpoints off, which folds the
+run from its start for every query: the baseline. A first query at the run's end reads the
+checkpoint its close wrote; then each round asks for the state at seeded random points and
+takes the median.
 
-The same is measured in process (``History(store).project``) to show what the HTTP layer
-and the JSON response add.
+The same is measured in process (``History(store).project`` of the run read once) to show
+what the HTTP layer and the JSON response add.
 """
 
 from __future__ import annotations

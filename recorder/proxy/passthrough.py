@@ -98,6 +98,11 @@ class Passthrough:
     async def nearest_checkpoint(self, run_id: str, seq: int) -> tuple[int, bytes] | None:
         return await self.store.nearest_checkpoint(run_id, seq)
 
+    async def run_checkpoint(
+        self, run_id: str, seq: int | None = None
+    ) -> tuple[Run, tuple[int, bytes] | None]:
+        return await self.store.run_checkpoint(run_id, seq)
+
     async def heads(self) -> Heads:
         return await self.store.heads()
 

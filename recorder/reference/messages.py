@@ -28,24 +28,36 @@ class MessageList:
         self.reindex()
 
     def reindex(self) -> None:
-        self.by_id.clear()
-        self.calls.clear()
-        for message in self.items:
-            if type(message) is dict:
-                self._index(message)
-        self.aliased = len({id(m) for m in self.items}) != len(self.items)
+        items = self.items
+        dicts = [m for m in items if type(m) is dict]
+        # Each id's first message: the later ones are written first and overwritten.
+        self.by_id = {m["id"]: m for m in reversed(dicts) if type(m.get("id")) is str}
+        calls: dict[str, tuple[JSONObject, JSONObject]] = {}
+        for message in [m for m in dicts if "toolCalls" in m]:
+            held = message["toolCalls"]
+            if type(held) is list:
+                for call in held:
+                    cid = call.get("id") if type(call) is dict else None
+                    if type(cid) is str and cid not in calls:
+                        calls[cid] = (message, call)
+        self.calls = calls
+        self.aliased = len(set(map(id, items))) != len(items)
 
-    def _index(self, message: JSONObject) -> None:
-        """Index a message that comes after every message already indexed."""
-        mid = message.get("id")
-        if type(mid) is str and mid not in self.by_id:
-            self.by_id[mid] = message
+    def _index_calls(self, message: JSONObject) -> None:
         calls = message.get("toolCalls")
         if type(calls) is list:
             for call in calls:
                 cid = call.get("id") if type(call) is dict else None
                 if type(cid) is str and cid not in self.calls:
                     self.calls[cid] = (message, call)
+
+    def _index(self, message: JSONObject) -> None:
+        """Index a message that comes after every message already indexed."""
+        mid = message.get("id")
+        if type(mid) is str and mid not in self.by_id:
+            self.by_id[mid] = message
+        if "toolCalls" in message:
+            self._index_calls(message)
 
     def push(self, message: JSONObject) -> None:
         self.items.append(message)

@@ -260,6 +260,14 @@ class EventStore(Protocol):
         None if there is none."""
         ...
 
+    async def run_checkpoint(
+        self, run_id: str, seq: int | None = None
+    ) -> tuple[Run, tuple[int, bytes] | None]:
+        """``get_run(run_id, input=False)`` and the run's ``nearest_checkpoint`` at or
+        before ``seq`` (None, or past its last event: at its last event), read together:
+        the state at a run's boundary from one row. Raises ``RunNotFound``."""
+        ...
+
     # -- governance: the hash chains, sanctioned changes, the audit log ----------------------
 
     async def verify_chains(
@@ -299,6 +307,9 @@ class EventStore(Protocol):
         """Replace the stored payloads of the run's events at the given seqs, in one
         sanctioned transaction: the run's chain is recomputed from the first of them, its
         head and its thread's chain re-sealed, and a record links the old heads to the new.
+        The run's checkpoints from the first of them on, folded over what the events said
+        before, are dropped in the same transaction (``History.build_checkpoints`` makes
+        them again).
 
         Raises ``RunNotFound``, ``Conflict`` for a run still recording, ``InputError`` for
         a seq the run does not have.

@@ -81,6 +81,8 @@ EVENTS_FROM = Fetch(
 )
 REWRITE_EVENT = Execute("UPDATE events SET payload = ?, hash = ? WHERE run_id = ? AND seq = ?")
 REHASH_EVENT = Execute("UPDATE events SET hash = ? WHERE run_id = ? AND seq = ?")
+# Checkpoints folded over a rewritten event hold what it said before: they go with it.
+DROP_CHECKPOINTS_FROM = Execute("DELETE FROM checkpoints WHERE run_id = ? AND seq >= ?")
 SET_RUN_HEAD = Execute("UPDATE runs SET head = ? WHERE run_id = ?")
 SEALED_RUNS = Fetch(
     "SELECT run_id, head FROM runs WHERE thread_id = ? AND seal IS NOT NULL ORDER BY seal"
@@ -291,6 +293,7 @@ def rewrite(
         else:
             yield REHASH_EVENT, (new_hash, run_id, seq)
     yield Sanction("rewrite", on=False), ()
+    yield DROP_CHECKPOINTS_FROM, (run_id, first)
     new_head = hashes[-1]
     new_thread_head = None if old_thread_head is None else bytes(old_thread_head)
     if seal is not None:

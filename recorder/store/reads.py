@@ -11,7 +11,7 @@ import orjson
 
 from recorder.errors import InputError, RunNotFound, StoreError, ThreadNotFound
 from recorder.store.annotation import tag_condition
-from recorder.store.inputs import Chunk, ChunkCache, batches, reassemble
+from recorder.store.inputs import HASH_BYTES, Chunk, ChunkCache, batches, reassemble
 from recorder.store.model import Page, Redaction, Run, Thread, ThreadFilter, ThreadSource
 from recorder.store.statements import EVENT_COLUMNS, Body, Fetch, FetchEvents
 from recorder.wire.events import RecordedEvent
@@ -51,6 +51,19 @@ NEAREST_CHECKPOINT = Fetch(
     "ORDER BY seq DESC LIMIT 1"
 )
 RUN_WITHOUT_INPUT = Fetch(f"{RUNS_WITHOUT_INPUT} WHERE r.run_id = ?")
+# The run (without its input) and, on the same row, its checkpoint nearest at or before a
+# seq (taken as its last event when past it): the state at a run's boundary in one query.
+RUN_CHECKPOINT = Fetch(
+    f"SELECT {_RUN_COLUMNS.format(input='NULL', root='NULL')}, c.seq, c.data, c.root "
+    "FROM runs r LEFT JOIN checkpoints c ON c.run_id = r.run_id AND c.seq = ("
+    "SELECT k.seq FROM checkpoints k WHERE k.run_id = r.run_id AND k.seq <= "
+    "CASE WHEN ? < r.event_count THEN ? ELSE r.event_count - 1 END "
+    "ORDER BY k.seq DESC LIMIT 1) "
+    "WHERE r.run_id = ?"
+)
+# Seqs past these are no seq of any run: clamped to them (a 32-bit column on PostgreSQL).
+_LOWEST_SEQ = -1
+_HIGHEST_SEQ = (1 << 31) - 1
 
 
 def get_run(run_id: str, with_input: bool, cache: ChunkCache) -> Body[Run]:
@@ -71,6 +84,9 @@ def _with_input(row: Sequence[Any], cache: ChunkCache) -> Body[Run]:
 
 def _tree(root: bytes, cache: ChunkCache, what: str) -> Body[bytes]:
     """The bytes kept under ``root``, read a level at a time (what ``cache`` lacks)."""
+    whole = _cached(root, cache)
+    if whole is not None:
+        return whole
     found: dict[bytes, Chunk] = {}
     wanted = [root]
     while wanted:
@@ -92,6 +108,32 @@ def _tree(root: bytes, cache: ChunkCache, what: str) -> Body[bytes]:
             raise StoreError(f"{what} is missing from the store")
         wanted = [child for key in level for child in found[key].children()]
     return reassemble(root, found)
+
+
+def _cached(root: bytes, cache: ChunkCache) -> bytes | None:
+    """The bytes under ``root`` when ``cache`` holds its whole tree (the usual case: the
+    chunks of what was written or read lately), joined in one pass; else None."""
+    out: list[bytes] = []
+    stack = [root]
+    get = cache.get
+    while stack:
+        chunk = get(stack.pop())
+        if chunk is None:
+            return None
+        data = chunk.data
+        if chunk.level == 0:
+            out.append(data)
+        elif chunk.level == 1:  # its children are leaves: joined here, in order
+            for i in range(0, len(data), HASH_BYTES):
+                leaf = get(data[i : i + HASH_BYTES])
+                if leaf is None or leaf.level:
+                    return None
+                out.append(leaf.data)
+        else:  # its children, the first on top
+            stack += [
+                data[i : i + HASH_BYTES] for i in range(len(data) - HASH_BYTES, -1, -HASH_BYTES)
+            ]
+    return b"".join(out)
 
 
 def read_events(
@@ -209,6 +251,23 @@ def nearest_checkpoint(run_id: str, seq: int, cache: ChunkCache) -> Body[tuple[i
     if data is None:  # kept as a tree
         data = yield from _tree(bytes(root), cache, f"a checkpoint of run {run_id!r}")
     return int(at), bytes(data)
+
+
+def run_checkpoint(
+    run_id: str, seq: int | None, cache: ChunkCache
+) -> Body[tuple[Run, tuple[int, bytes] | None]]:
+    at = _HIGHEST_SEQ if seq is None else max(_LOWEST_SEQ, min(seq, _HIGHEST_SEQ))
+    rows = yield RUN_CHECKPOINT, (at, at, run_id)
+    if not rows:
+        raise RunNotFound(run_id)
+    row = rows[0]
+    run = _run(row)
+    found, data, root = row[18:21]
+    if found is None:
+        return run, None
+    if data is None:  # kept as a tree
+        data = yield from _tree(bytes(root), cache, f"a checkpoint of run {run_id!r}")
+    return run, (int(found), bytes(data))
 
 
 def _thread_conditions(f: ThreadFilter) -> tuple[list[str], list[Any]]:

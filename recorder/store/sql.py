@@ -270,6 +270,11 @@ class SqlStore:
     async def nearest_checkpoint(self, run_id: str, seq: int) -> tuple[int, bytes] | None:
         return await self._read(lambda: reads.nearest_checkpoint(run_id, seq, self._chunks))
 
+    async def run_checkpoint(
+        self, run_id: str, seq: int | None = None
+    ) -> tuple[Run, tuple[int, bytes] | None]:
+        return await self._read(lambda: reads.run_checkpoint(run_id, seq, self._chunks))
+
     # -- annotations -----------------------------------------------------------------------
 
     async def set_tags(

@@ -34,6 +34,15 @@ class StartingPoint:
     source: str  # "input", "run_started", "parent" or "empty"
 
 
+@dataclass(frozen=True, slots=True)
+class Located:
+    """A run read with its checkpoint nearest to ``seq`` (``History.locate``)."""
+
+    run: Run
+    seq: int | None
+    checkpoint: tuple[int, bytes] | None
+
+
 class History:
     """Projections of recorded runs; ``checkpoint_every`` 0 or less keeps no checkpoints
     and reads none (every query folds from the run's start)."""
@@ -67,14 +76,34 @@ class History:
                 return StartingPoint(at.messages, at.state, "parent")
         return StartingPoint([], {}, "empty")
 
-    async def project(self, run: Run, seq: int | None = None, *, _depth: int = 0) -> Projection:
-        """Messages, state and pending interrupts after event ``seq`` (default: the last)."""
+    async def locate(self, run_id: str, seq: int | None = None) -> Located:
+        """The run (without its input) and what ``project`` needs to start from at ``seq``
+        (default: its last event), in one read: the state at a run's boundary is the
+        checkpoint written when it closed, on the run's own row."""
+        if not self.checkpoints:
+            return Located(await self.store.get_run(run_id, input=False), seq, None)
+        run, found = await self.store.run_checkpoint(run_id, seq)
+        return Located(run, seq, found)
+
+    async def state(self, run_id: str, seq: int | None = None) -> tuple[Run, Projection]:
+        """The run (without its input) and its projection after event ``seq``."""
+        located = await self.locate(run_id, seq)
+        return located.run, await self.project(located.run, seq, located=located)
+
+    async def project(
+        self, run: Run, seq: int | None = None, *, located: Located | None = None, _depth: int = 0
+    ) -> Projection:
+        """Messages, state and pending interrupts after event ``seq`` (default: the last);
+        ``located``: what ``locate`` read for this run and seq, spared reading again."""
         last = run.event_count - 1
         target = last if seq is None else seq
         if target < -1:
             raise InputError(f"seq must be -1 or more, got {target}")
         target = min(target, last)
-        found = await self._checkpoint_at(run, target)
+        if located is not None and located.run is run and located.seq == seq:
+            found = located.checkpoint if target >= 0 else None
+        else:
+            found = await self._checkpoint_at(run, target)
         if found is not None and found[0] == target:  # nothing to fold: read it as it is
             return Projector.projection_of(found[1])
         projector, done = await self._resume_point(run, target, _depth, found)

@@ -20,6 +20,7 @@ from recorder.redaction import Redactor, redact
 from recorder.store import EventStore
 from recorder.store.model import RUNNING
 from recorder.timetravel.audit import rewrite
+from recorder.timetravel.history import History
 
 
 @dataclass
@@ -40,8 +41,12 @@ async def redact_recorded(
     actor: str,
     reason: str | None,
     dry_run: bool = False,
+    history: History | None = None,
 ) -> RedactReport:
-    """Apply ``rules`` to the stored events of these threads (every thread when none)."""
+    """Apply ``rules`` to the stored events of these threads (every thread when none).
+
+    A rewrite drops the run's checkpoints folded over what it changed; ``history`` builds
+    them again from the rewritten events (without it, the next reads fold further)."""
     redactor = Redactor(rules)
     label = ", ".join(rule.name for rule in rules)
     report = RedactReport()
@@ -66,6 +71,8 @@ async def redact_recorded(
                 continue
             why = f"redact ({label})" + (f": {reason}" if reason else "")
             done = await rewrite(store, run.run_id, changed, actor=actor, reason=why)
+            if history is not None:
+                await history.build_checkpoints(run.run_id)
             report.runs.append({**done, "rules": sorted(fired)})
     return report
 

@@ -225,11 +225,12 @@ async def run_state(
     store: EventStore, history: History, run_id: str, *, seq: int | None = None
 ) -> dict[str, Any]:
     """Messages, state and pending interrupts after event ``seq`` (default: the end)."""
-    # Without its input: a checkpoint usually answers, and the projection reads the input
-    # only when it folds from the run's start.
-    run = await store.get_run(run_id, input=False)
+    # Without its input: a checkpoint usually answers (read with the run, in one query),
+    # and the projection reads the input only when it folds from the run's start.
+    located = await history.locate(run_id, seq)
+    run = located.run
     check_seq(run, seq)
-    at = await history.project(run, seq)
+    at = await history.project(run, seq, located=located)
     return {"threadId": run.thread_id, "runId": run_id, "seq": seq, **at.to_json()}
 
 
@@ -254,11 +255,12 @@ async def thread_state(
             "problems": [],
         }
         return {"threadId": thread_id, "runId": None, "seq": None, **empty}
-    run = await store.get_run(run_id, input=False)
+    located = await history.locate(run_id, seq)
+    run = located.run
     if run.thread_id != thread_id:
         raise InputError(f"run {run_id!r} is not in thread {thread_id!r}")
     check_seq(run, seq)
-    at = await history.project(run, seq)
+    at = await history.project(run, seq, located=located)
     return {"threadId": thread_id, "runId": run_id, "seq": seq, **at.to_json()}
 
 

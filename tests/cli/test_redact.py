@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 from recorder.store import NewEvent, NewRun, open_store
+from recorder.timetravel.history import History
 from tests.cli.conftest import run_main
 
 SECRET = "alice@example.com"
@@ -79,3 +80,31 @@ async def test_redact_with_a_custom_pattern_and_bad_rules(db_url: str) -> None:
         assert done.code == 2 and "--rule" in done.err and "Traceback" not in done.err
     done = await run_main("redact", "--db", db_url)
     assert done.code == 2 and "--rule" in done.err
+
+
+async def test_the_state_after_a_redaction_is_the_redacted_one(db_url: str) -> None:
+    # The checkpoint written when the run closed held the secret: it is dropped with the
+    # rewrite and built again, so every read of the state gives the redacted text, the
+    # same as a fold from the run's start.
+    await _record(db_url)
+    store = await open_store(db_url)
+    try:
+        await History(store).build_checkpoints("t1-r")
+        _run, at = await History(store).state("t1-r")
+        assert SECRET in at.messages[0]["content"]
+    finally:
+        await store.close()
+    done = await run_main("redact", "--rule", "email", "--db", db_url)
+    assert done.code == 0, done.err
+    store = await open_store(db_url)
+    try:
+        assert await store.nearest_checkpoint("t1-r", 4) is not None  # built again
+        for seq in (None, 1, 2, 3, 4):
+            _run, at = await History(store).state("t1-r", seq)
+            run = await store.get_run("t1-r")
+            again = await History(store, checkpoint_every=0).project(run, seq)
+            assert at == again
+            if seq is None or seq >= 2:
+                assert at.messages[0]["content"] == "mail [REDACTED:email] today"
+    finally:
+        await store.close()

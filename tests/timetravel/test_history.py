@@ -166,3 +166,28 @@ async def test_a_recorder_builds_a_runs_checkpoints_when_it_closes(db_url: str) 
                 await fresh.store.close()
             assert state["messages"] == plain.to_json()["messages"]
             assert state["state"] == plain.to_json()["state"]
+
+
+async def test_state_read_with_its_checkpoint_in_one_query_equals_a_plain_fold(
+    store: EventStore,
+) -> None:
+    # ``History.state``: the run and its nearest checkpoint read together (at a run's end,
+    # the checkpoint its close wrote), the same answers as a fold from the run's start.
+    frames = mixed_events(400, seed=7)
+    await record(store, "r1", frames)
+    for every in (0, 50, 1000):
+        history = History(store, checkpoint_every=every)
+        await store.drop_checkpoints()
+        await history.build_checkpoints("r1")
+        for seq in [-1, 0, 48, 49, 50, 120, 398, 399, None]:
+            upto = len(frames) if seq is None else seq + 1
+            expected = fold(frames[:upto], messages=START, state={"s": 1}).to_json()
+            run, at = await history.state("r1", seq)
+            assert run == await store.get_run("r1", input=False)
+            assert at.to_json() == expected, (every, seq)
+            # What ``locate`` read for one seq is not taken for another.
+            located = await history.locate("r1", 120)
+            other = await history.project(located.run, seq, located=located)
+            assert other.to_json() == expected, (every, seq)
+    with pytest.raises(InputError):
+        await History(store).state("r1", -2)

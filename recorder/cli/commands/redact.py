@@ -12,6 +12,7 @@ from recorder.cli.parser import Commands
 from recorder.config import RedactionConfig, RedactionRule
 from recorder.errors import InputError
 from recorder.timetravel.audit import CLI
+from recorder.timetravel.history import History
 from recorder.timetravel.redact import redact_recorded
 
 
@@ -62,8 +63,15 @@ async def redact(context: Context) -> int:
     rules = rules_from(args.rule, settings.redaction.rules)
     store = await open_database(settings.db, create=False)
     try:
+        history = History(store, checkpoint_every=settings.checkpoint_every)
         report = await redact_recorded(
-            store, rules, args.thread, actor=CLI, reason=args.reason, dry_run=args.dry_run
+            store,
+            rules,
+            args.thread,
+            actor=CLI,
+            reason=args.reason,
+            dry_run=args.dry_run,
+            history=history,
         )
     finally:
         await store.close()

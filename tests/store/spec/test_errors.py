@@ -58,6 +58,7 @@ CALLS: dict[str, Callable[[EventStore], Awaitable[Any]]] = {
     "list_threads": lambda s: s.list_threads(ThreadFilter(agent="a", text="x")),
     "lineage": lambda s: s.lineage("r1"),
     "nearest_checkpoint": lambda s: s.nearest_checkpoint("r1", 0),
+    "run_checkpoint": lambda s: s.run_checkpoint("r1"),
 }
 
 

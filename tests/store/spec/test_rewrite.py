@@ -64,3 +64,17 @@ async def test_a_rewrite_is_refused_for_what_it_cannot_do(store: EventStore) -> 
         await store.rewrite("nope", {0: b"[]"}, actor="cli", reason=None)
     assert (await store.read_events("r1"))[0].payload == b'{"n":0,"email":"a0@x.org"}'
     assert (await store.verify_chains()).ok
+
+
+async def test_a_rewrite_drops_the_checkpoints_folded_over_what_it_changed(
+    store: EventStore,
+) -> None:
+    await _recorded(store)
+    for seq in (0, 1, 2, 3):
+        await store.save_checkpoint("r1", seq, b"before %d" % seq)
+    await store.save_checkpoint("r2", 3, b"other run")
+    await store.rewrite("r1", {2: b'{"n":2,"email":"[REDACTED:email]"}'}, actor="cli", reason=None)
+    # Those at or past seq 2 held the old payload; those before it did not.
+    assert await store.nearest_checkpoint("r1", 3) == (1, b"before 1")
+    assert (await store.run_checkpoint("r1"))[1] == (1, b"before 1")
+    assert await store.nearest_checkpoint("r2", 3) == (3, b"other run")
