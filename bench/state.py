@@ -6,7 +6,10 @@ starting point) and its checkpoints are built as a recorder builds them when a r
 serve that file: one as configured by default, one with checkpoints off, which folds the
 run from its start for every query: the baseline. A first query at the run's end reads the
 checkpoint its close wrote; then each round asks for the state at seeded random points and
-takes the median.
+takes the median. The client is a lean one (HTTP/1.1 on a kept-alive socket, each answer
+read whole, nothing parsed), as the first-event benchmark's is: the figure is the server's.
+The same points read with httpx are a row of context: reading a multi-megabyte body costs
+that client milliseconds of its own here.
 
 The same is measured in process (``History(store).project`` of the run read once) to show
 what the HTTP layer and the JSON response add.
@@ -14,6 +17,8 @@ what the HTTP layer and the JSON response add.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import random
 import statistics
 import time
@@ -66,7 +71,43 @@ def points(ctx: Context, round_no: int) -> list[int]:
     return [rng.randrange(ctx.plan.state_events) for _ in range(ctx.plan.state_points)]
 
 
-async def over_http(ctx: Context, path: str) -> tuple[float, list[float], list[float]]:
+class LeanClient:
+    """HTTP/1.1 GETs on one kept-alive connection, each answer read whole (Content-Length)
+    and nothing parsed: what the server takes, not what a client library adds (httpx
+    spends milliseconds of its own on a multi-megabyte body on this machine)."""
+
+    def __init__(self, base: str) -> None:
+        self.host, port = base.removeprefix("http://").split(":")
+        self.port = int(port)
+        self.stream: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
+
+    async def get(self, target: str) -> int:
+        """The answer's status; its body is read to the end."""
+        if self.stream is None:
+            self.stream = await asyncio.open_connection(self.host, self.port, limit=1 << 20)
+        reader, writer = self.stream
+        writer.write(f"GET {target} HTTP/1.1\r\nHost: {self.host}:{self.port}\r\n\r\n".encode())
+        head = await reader.readuntil(b"\r\n\r\n")
+        lines = head.split(b"\r\n")
+        status = int(lines[0].split()[1])
+        length = next(
+            int(line.split(b":", 1)[1])
+            for line in lines
+            if line.lower().startswith(b"content-length:")
+        )
+        await reader.readexactly(length)
+        return status
+
+    async def close(self) -> None:
+        if self.stream is not None:
+            self.stream[1].close()
+            with contextlib.suppress(OSError):
+                await self.stream[1].wait_closed()
+
+
+async def over_http(ctx: Context, path: str) -> tuple[float, list[float], list[float], list[float]]:
+    """The first query, the median of each round's random points with a lean client and
+    with httpx, and the full folds."""
     urls = await ctx.pool.start(
         {
             "state": ["recorder", "--db", store_url(path)],
@@ -79,28 +120,43 @@ async def over_http(ctx: Context, path: str) -> tuple[float, list[float], list[f
             ],
         }
     )
+    lean = LeanClient(urls["state"])
+    lean_full = LeanClient(urls["state-full"])
     try:
         async with new_client() as client:
 
-            async def query(base: str, seq: int | None = None) -> float:
-                url = f"{base}/runs/{RUN_ID}/state" + ("" if seq is None else f"?seq={seq}")
+            async def query(via: LeanClient, seq: int | None = None) -> float:
+                target = f"/runs/{RUN_ID}/state" + ("" if seq is None else f"?seq={seq}")
                 started = time.perf_counter()
-                response = await client.get(url)
+                status = await via.get(target)
+                elapsed = time.perf_counter() - started
+                if status != 200:
+                    raise RuntimeError(f"GET {target}: {status}")
+                return elapsed * 1000
+
+            async def query_httpx(seq: int) -> float:
+                started = time.perf_counter()
+                response = await client.get(f"{urls['state']}/runs/{RUN_ID}/state?seq={seq}")
                 elapsed = time.perf_counter() - started
                 response.raise_for_status()
                 return elapsed * 1000
 
-            first = await query(urls["state"])
+            first = await query(lean)
             full: list[float] = []
             medians: list[float] = []
+            with_httpx: list[float] = []
             for round_no in range(ctx.plan.rounds):
-                full.append(await query(urls["state-full"]))
-                samples = [await query(urls["state"], seq) for seq in points(ctx, round_no)]
+                full.append(await query(lean_full))
+                samples = [await query(lean, seq) for seq in points(ctx, round_no)]
                 medians.append(statistics.median(samples))
+                samples = [await query_httpx(seq) for seq in points(ctx, round_no)]
+                with_httpx.append(statistics.median(samples))
     finally:
+        await lean.close()
+        await lean_full.close()
         await ctx.pool.stop("state")
         await ctx.pool.stop("state-full")
-    return first, medians, full
+    return first, medians, with_httpx, full
 
 
 async def in_process(ctx: Context, path: str) -> tuple[list[float], list[float]]:
@@ -129,7 +185,7 @@ async def in_process(ctx: Context, path: str) -> tuple[list[float], list[float]]
 async def run(ctx: Context) -> list[Row]:
     path = str(ctx.workdir / "state.db")
     built = await record(store_url(path), ctx.plan.state_events)
-    first, medians, full = await over_http(ctx, path)
+    first, medians, with_httpx, full = await over_http(ctx, path)
     local, local_full = await in_process(ctx, path)
     size = f"{ctx.plan.state_events:,}-event run (SQLite)"
     return [
@@ -151,6 +207,14 @@ async def run(ctx: Context) -> list[Row]:
             full,
             "<= 5 ms and <= 0.05x",
             lambda ours, _base, ratio: ours <= 5 and ratio <= 0.05,
+        ),
+        Row(
+            "state",
+            f"API, median of {ctx.plan.state_points} random seqs, httpx as the client (context)",
+            "ms",
+            with_httpx,
+            full,
+            note="the same points read with httpx: its own cost of reading a large body added",
         ),
         Row(
             "state",
