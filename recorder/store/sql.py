@@ -31,7 +31,7 @@ from typing import Any, Protocol, TypeVar
 
 from recorder.store import annotation, governance, reads, search, verify, writes
 from recorder.store.errors import Failure, store_errors
-from recorder.store.inputs import ChunkCache
+from recorder.store.inputs import INLINE_BELOW, ChunkCache, Recent, RecentInputs, delta
 from recorder.store.model import (
     Action,
     Annotations,
@@ -89,6 +89,7 @@ class SqlStore:
         self._wake = asyncio.Event()
         self._listening = False
         self._chunks = ChunkCache()
+        self._recent = RecentInputs()
 
     @property
     def append_survives_cancel(self) -> bool:
@@ -105,13 +106,35 @@ class SqlStore:
 
     async def create_run(self, run: NewRun) -> Run:
         taken = f"run {run.run_id!r} already exists"
-        tree = writes.input_tree(run.input)
-        # A tree usually adds a few chunks to what is stored: a small transaction.
-        size = 0 if tree is not None else len(run.input or b"")
-        created = await self._write(lambda: writes.create_run(run, tree), 1, size, taken)
-        if tree is not None:
-            self._chunks.put(tree.chunks.values())
+        kept = self._keep(run)
+        # A tree or a delta usually adds a little to what is stored: a small transaction.
+        size = 0 if kept.tree is not None or kept.delta is not None else len(run.input or b"")
+        created = await self._write(lambda: writes.create_run(run, kept), 1, size, taken)
+        if kept.tree is not None:
+            self._chunks.put(kept.tree.chunks.values())
+        if run.input is not None and len(run.input) >= INLINE_BELOW:
+            self._recent.put(
+                Recent(run.run_id, run.thread_id, created.created_at, kept.depth, run.input)
+            )
         return created
+
+    def _keep(self, run: NewRun) -> writes.Kept:
+        """How to keep the run's input: as a delta from a recent input of its thread when
+        they have enough in common, else whole or as a tree."""
+        posted = run.input
+        if posted is None or len(posted) < INLINE_BELOW:
+            return writes.Kept()
+        base = self._recent.base(run.parent_run_id, run.thread_id)
+        if base is not None:
+            changes = delta(base.data, posted)
+            if changes is not None:
+                return writes.Kept(
+                    base=base.run_id,
+                    base_created=base.created_at,
+                    delta=changes,
+                    depth=base.depth + 1,
+                )
+        return writes.Kept(tree=writes.input_tree(posted))
 
     async def append(self, run_id: str, events: Sequence[NewEvent]) -> list[Appended]:
         return (await self.append_batches([(run_id, events)]))[0]

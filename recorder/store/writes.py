@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -60,6 +61,15 @@ INSERT_RUN = Execute(
     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 INSERT_INPUT = Execute("INSERT INTO run_inputs (run_id, input, root) VALUES (?, ?, ?)")
+# A delta names its base only if the base's input is there, the very one the delta was
+# made from: of this thread, created when it was (not a run purged since and its id used
+# again); else ``base`` is NULL.
+INSERT_DELTA = Fetch(
+    "INSERT INTO run_inputs (run_id, input, root, base) VALUES (?, ?, NULL, "
+    "(SELECT b.run_id FROM run_inputs b JOIN runs r ON r.run_id = b.run_id "
+    "WHERE b.run_id = ? AND r.thread_id = ? AND r.created_at = ?)) RETURNING base"
+)
+DROP_INPUT = Execute("DELETE FROM run_inputs WHERE run_id = ?")
 INSERT_REDACTION = Execute(
     "INSERT INTO redactions (run_id, seq, rules, original_mac, recorded_at) VALUES (?, ?, ?, ?, ?)"
 )
@@ -109,19 +119,32 @@ FRESH_FOR = 1.0
 
 
 def input_tree(posted: bytes | None) -> InputTree | None:
-    """How ``create_run`` keeps ``posted``: None when whole (absent or small), else its
-    tree of chunks (``recorder.store.inputs``). Made once per run, outside the body, so a
-    transaction that starts over does not cut the input again."""
+    """How ``create_run`` keeps ``posted`` when not as a delta: None when whole (absent or
+    small), else its tree of chunks (``recorder.store.inputs``). Made once per run,
+    outside the body, so a transaction that starts over does not cut the input again."""
     if posted is None or len(posted) < INLINE_BELOW:
         return None
     return build(posted)
 
 
-def create_run(run: NewRun, tree: InputTree | None = None) -> Body[Run]:
+@dataclass(slots=True)
+class Kept:
+    """How ``create_run`` keeps a run's input: whole, as a ``tree``, or as a ``delta`` from
+    the input of run ``base`` (``depth`` deltas away from a tree). A delta whose base is
+    gone (purged since) is kept as a tree instead, and ``depth`` says so afterwards."""
+
+    tree: InputTree | None = None
+    base: str | None = None
+    base_created: float = 0.0
+    delta: bytes | None = None
+    depth: int = 0
+
+
+def create_run(run: NewRun, kept: Kept | None = None) -> Body[Run]:
     """Claim the thread (insert-if-absent, then lock its row: concurrent first runs of a
     thread do not collide, and concurrent runs on it line up, each seeing the one before),
-    then insert the run and its input (whole, or the chunks of its ``tree`` the store
-    lacks); a thread created here from a given parent keeps it as its source."""
+    then insert the run and its input (whole, as a delta, or the chunks of its tree the
+    store lacks); a thread created here from a given parent keeps it as its source."""
     _refuse_nul(run.run_id, run.thread_id, run.parent_run_id)
     # The heartbeat is the creation's own time, even for a run created with an earlier
     # ``created_at`` (an import): a writer is at work on it, not one that stopped long ago.
@@ -152,9 +175,21 @@ def create_run(run: NewRun, tree: InputTree | None = None) -> Body[Run]:
         run.owner,
     )
     yield INSERT_RUN, columns
-    if tree is not None:
-        yield from insert_chunks(tree)
-        yield INSERT_INPUT, (run.run_id, None, tree.root)
+    kept = kept if kept is not None else Kept()
+    if kept.delta is not None:
+        # The base is of this thread, whose row this transaction holds: a purge of the
+        # thread (which would take the base with it) is before or after, not during.
+        params = (run.run_id, kept.delta, kept.base, run.thread_id, kept.base_created)
+        found = yield INSERT_DELTA, params
+        if not found or found[0][0] is None:  # the base is gone: a tree (or whole) after all
+            kept.base, kept.delta, kept.depth = None, None, 0
+            kept.tree = input_tree(run.input)
+            yield DROP_INPUT, (run.run_id,)
+    if kept.delta is not None:
+        pass  # kept
+    elif kept.tree is not None:
+        yield from insert_chunks(kept.tree)
+        yield INSERT_INPUT, (run.run_id, None, kept.tree.root)
     elif run.input is not None:
         yield INSERT_INPUT, (run.run_id, run.input, None)
     if run.input is not None and run.input_redacted is not None:
