@@ -50,6 +50,14 @@ INSERT_THREAD = Execute(
     "INSERT INTO threads (thread_id, agent, created_at, updated_at, run_count) "
     "VALUES (?, ?, ?, ?, 0) ON CONFLICT (thread_id) DO NOTHING"
 )
+# A thread's run count is 1 only once its first run claimed it: a count of 1 here says
+# the row was inserted by this statement.
+UPSERT_THREAD = Fetch(
+    "INSERT INTO threads (thread_id, agent, created_at, updated_at, run_count, latest_run_id) "
+    "VALUES (?, ?, ?, ?, 1, ?) ON CONFLICT (thread_id) DO UPDATE SET "
+    "updated_at = excluded.updated_at, run_count = threads.run_count + 1, "
+    "latest_run_id = excluded.latest_run_id RETURNING run_count"
+)
 LATEST_RUN = Fetch("SELECT latest_run_id FROM threads WHERE thread_id = ?", lock=True)
 CLAIM_THREAD = Execute(
     "UPDATE threads SET updated_at = ?, run_count = run_count + 1, latest_run_id = ? "
@@ -97,8 +105,20 @@ _TAIL = (
 )
 SEAL_RUN = Execute("UPDATE runs SET head = ?, seal = ? WHERE run_id = ?")
 SEAL_THREAD = Execute("UPDATE threads SET head = ?, sealed = ? WHERE thread_id = ?")
+# A summary equal to the one kept is not written again: PostgreSQL would keep a new copy
+# of a long one (its TOAST) on every run's close, the old one dead until vacuumed.
 SUMMARY_OF_RUN = Execute(
-    "UPDATE threads SET summary = ? WHERE thread_id = (SELECT thread_id FROM runs WHERE run_id = ?)"
+    "UPDATE threads SET summary = ? "
+    "WHERE thread_id = (SELECT thread_id FROM runs WHERE run_id = ?) "
+    "AND (summary IS NULL OR summary <> ?)"
+)
+LOCK_THREAD_TO_CLOSE = Fetch(
+    "SELECT thread_id, head, sealed, summary = ? FROM threads "
+    "WHERE thread_id = (SELECT thread_id FROM runs WHERE run_id = ?)",
+    lock=True,
+)
+SEAL_THREAD_SUMMARY = Execute(
+    "UPDATE threads SET head = ?, sealed = ?, summary = ? WHERE thread_id = ?"
 )
 CLOSE_IF_RUNNING = Fetch(
     "UPDATE runs SET status = ?, finished_at = ? WHERE run_id = ? AND status = ?" + _TAIL
@@ -150,17 +170,21 @@ def create_run(run: NewRun, kept: Kept | None = None) -> Body[Run]:
     # ``created_at`` (an import): a writer is at work on it, not one that stopped long ago.
     beat = time.time()
     now = run.created_at if run.created_at is not None else beat
-    created = yield INSERT_THREAD, (run.thread_id, run.agent, now, now)
+    parent, inferred = run.parent_run_id, run.parent_inferred
+    if run.infer_parent and parent is None:
+        # The thread's latest run is wanted: read under the thread's lock, then claimed.
+        created = yield INSERT_THREAD, (run.thread_id, run.agent, now, now)
+        ((latest,),) = yield LATEST_RUN, (run.thread_id,)
+        yield CLAIM_THREAD, (now, run.run_id, run.thread_id)
+        parent, inferred = latest, latest is not None
+    else:  # one statement: insert the thread, or lock and claim it (the run is its first)
+        ((count,),) = yield UPSERT_THREAD, (run.thread_id, run.agent, now, now, run.run_id)
+        created = int(count) == 1
     if run.new_thread and not created:
         raise Conflict(
             f"thread {run.thread_id!r} exists already: a fork into a new thread needs an id "
             "no thread has"
         )
-    ((latest,),) = yield LATEST_RUN, (run.thread_id,)
-    yield CLAIM_THREAD, (now, run.run_id, run.thread_id)
-    parent, inferred = run.parent_run_id, run.parent_inferred
-    if run.infer_parent and parent is None:
-        parent, inferred = latest, latest is not None
     columns = (
         run.run_id,
         run.thread_id,
@@ -308,33 +332,59 @@ def set_status(
     summary: str | None,
 ) -> Body[None]:
     values = _status_values(status, outcome, error, violations)
-    if summary is not None:  # the thread's row first: see the lock order above
-        yield SUMMARY_OF_RUN, (_without_nul(summary), run_id)
+    text = None if summary is None else _without_nul(summary)
     assignments = ", ".join(f"{column} = ?" for column in values)
     if status not in TERMINAL:
+        if text is not None:  # the thread's row first: see the lock order above
+            yield SUMMARY_OF_RUN, (text, run_id, text)
         found = yield (
             Execute(f"UPDATE runs SET {assignments} WHERE run_id = ?"),
-            (
-                *values.values(),
-                run_id,
-            ),
+            (*values.values(), run_id),
         )
         if found == 0:
             raise RunNotFound(run_id)
         yield NOTIFY, ()
         return
-    thread = yield LOCK_THREAD_OF_RUN, (run_id,)
-    tail = yield (
-        Fetch(f"UPDATE runs SET {assignments} WHERE run_id = ?{_TAIL}"),
-        (
-            *values.values(),
-            run_id,
-        ),
+    # Closing: the thread's row locked (and its summary compared with the new one), the
+    # run closed and sealed in one UPDATE, the thread's chain and summary in another.
+    thread = yield LOCK_THREAD_TO_CLOSE, (text, run_id)
+    if not thread:  # no thread (the run is unknown, or an import brought it alone)
+        if text is not None:
+            yield SUMMARY_OF_RUN, (text, run_id, text)
+        tail = yield (
+            Fetch(f"UPDATE runs SET {assignments} WHERE run_id = ?{_TAIL}"),
+            (*values.values(), run_id),
+        )
+        if not tail:
+            raise RunNotFound(run_id)
+        yield NOTIFY, ()
+        return
+    thread_id, thread_head, sealed, same = thread[0]
+    number = int(sealed) + 1
+    sealing = Fetch(
+        f"UPDATE runs SET {assignments}, head = COALESCE(head, (SELECT hash FROM events "
+        "WHERE events.run_id = runs.run_id ORDER BY seq DESC LIMIT 1), ?), "
+        "seal = COALESCE(seal, ?) WHERE run_id = ? RETURNING head, seal"
     )
+    params = (*values.values(), chain.run_genesis(thread_id, run_id), number, run_id)
+    tail = yield sealing, params
     if not tail:
         raise RunNotFound(run_id)
-    if thread:
-        yield from seal(run_id, thread[0], tail[0])
+    head, seal_number = tail[0]
+    # A run sealed already keeps its place in the chain: it had a number below this one.
+    newly = seal_number is not None and int(seal_number) == number
+    renamed = text is not None and not same
+    if newly:
+        previous = (
+            bytes(thread_head) if thread_head is not None else chain.thread_genesis(thread_id)
+        )
+        link = chain.run_link(previous, run_id, bytes(head))
+        if renamed:
+            yield SEAL_THREAD_SUMMARY, (link, number, text, thread_id)
+        else:
+            yield SEAL_THREAD, (link, number, thread_id)
+    elif renamed:
+        yield SET_SUMMARY, (text, thread_id)
     yield NOTIFY, ()
 
 
