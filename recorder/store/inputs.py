@@ -187,6 +187,7 @@ _ANCHOR = 32  # bytes of the base looked for in the new input
 _MIN_COPY = 24  # a shorter stretch in common is not worth a copy
 _DEPTH = 24  # how far a difference is split into smaller ones before it is kept as it is
 _TRIES = 4  # places in the base looked for per difference
+_NEAR = 4096  # bytes around where a piece is first looked for
 
 
 def delta(base: bytes, data: bytes) -> bytes | None:
@@ -256,27 +257,39 @@ def _diff(
     if found is None:
         _own(ops, nlo, nhi)
     else:
-        a, q = found  # old[a:a+_ANCHOR] == new[q:q+_ANCHOR]
-        left = _suffix(old, olo, a, new, nlo, q)
-        right = _ANCHOR + _prefix(old, a + _ANCHOR, ohi, new, q + _ANCHOR, nhi)
-        _diff(old, olo, a - left, new, nlo, q - left, ops, depth + 1)
-        _copy(ops, a - left, left + right)
-        _diff(old, a + right, ohi, new, q + right, nhi, ops, depth + 1)
+        start, at, length = found  # old[start:start+length] == new[at:at+length]
+        _diff(old, olo, start, new, nlo, at, ops, depth + 1)
+        _copy(ops, start, length)
+        _diff(old, start + length, ohi, new, at + length, nhi, ops, depth + 1)
     if tail:
         _copy(ops, ohi, tail)
 
 
 def _anchor(
     old: bytes, olo: int, ohi: int, new: bytes, nlo: int, nhi: int
-) -> tuple[int, int] | None:
-    """A stretch of ``old[olo:ohi]`` found in ``new[nlo:nhi]``: its two starts."""
+) -> tuple[int, int, int] | None:
+    """The longest of a few stretches that ``old[olo:ohi]`` and ``new[nlo:nhi]`` have in
+    common, grown from short pieces of ``old`` found in ``new``: its start in each and
+    its length. A piece is looked for first about where it would be if only the ends had
+    changed (text repeats: the first place it occurs may be the wrong one)."""
     span = ohi - olo - _ANCHOR
+    best: tuple[int, int, int] | None = None
     for i in range(_TRIES):
         a = olo + span * (2 * i + 1) // (2 * _TRIES)
-        q = new.find(old[a : a + _ANCHOR], nlo, nhi)
-        if q >= 0:
-            return a, q
-    return None
+        piece = old[a : a + _ANCHOR]
+        expected = nlo + (a - olo)
+        q = new.find(piece, max(nlo, expected - _NEAR), min(nhi, expected + _NEAR + _ANCHOR))
+        if q < 0:
+            q = new.find(piece, nlo, nhi)
+        if q < 0:
+            continue
+        left = _suffix(old, olo, a, new, nlo, q)
+        right = _ANCHOR + _prefix(old, a + _ANCHOR, ohi, new, q + _ANCHOR, nhi)
+        if best is None or left + right > best[2]:
+            best = (a - left, q - left, left + right)
+            if 2 * best[2] >= ohi - olo:  # most of what is left: no better one to find
+                break
+    return best
 
 
 def _prefix(old: bytes, olo: int, ohi: int, new: bytes, nlo: int, nhi: int) -> int:
