@@ -379,8 +379,9 @@ class RecentInputs:
         return found
 
     def put(self, recent: Recent) -> None:
-        if recent.run_id in self._runs:
-            return
+        gone = self._runs.pop(recent.run_id, None)  # an id purged and used again
+        if gone is not None:
+            self._size -= len(gone.data) + 200
         self._runs[recent.run_id] = recent
         self._latest[recent.thread_id] = recent.run_id
         self._size += len(recent.data) + 200
