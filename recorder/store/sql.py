@@ -109,7 +109,8 @@ class SqlStore:
         kept = self._keep(run)
         # A tree or a delta usually adds a little to what is stored: a small transaction.
         size = 0 if kept.tree is not None or kept.delta is not None else len(run.input or b"")
-        created = await self._write(lambda: writes.create_run(run, kept), 1, size, taken)
+        dialect = self.database.dialect
+        created = await self._write(lambda: writes.create_run(run, kept, dialect), 1, size, taken)
         if kept.tree is not None:
             self._chunks.put(kept.tree.chunks.values())
         if run.input is not None and len(run.input) >= INLINE_BELOW:

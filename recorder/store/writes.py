@@ -52,11 +52,34 @@ INSERT_THREAD = Execute(
 )
 # A thread's run count is 1 only once its first run claimed it: a count of 1 here says
 # the row was inserted by this statement.
-UPSERT_THREAD = Fetch(
-    "INSERT INTO threads (thread_id, agent, created_at, updated_at, run_count, latest_run_id) "
-    "VALUES (?, ?, ?, ?, 1, ?) ON CONFLICT (thread_id) DO UPDATE SET "
-    "updated_at = excluded.updated_at, run_count = threads.run_count + 1, "
+_UPSERT_THREAD = (
+    "INSERT INTO threads (thread_id, agent, created_at, updated_at, run_count, latest_run_id, "
+    "source_run_id, source_seq) VALUES (?, ?, ?, ?, 1, ?, ?, ?) ON CONFLICT (thread_id) DO "
+    "UPDATE SET updated_at = excluded.updated_at, run_count = threads.run_count + 1, "
     "latest_run_id = excluded.latest_run_id RETURNING run_count"
+)
+UPSERT_THREAD = Fetch(_UPSERT_THREAD)
+_RUN_COLUMNS = (
+    "run_id, thread_id, agent, status, parent_run_id, parent_seq, parent_inferred, origin, "
+    "created_at, heartbeat_at, owner"
+)
+_BASE = (
+    "SELECT b.run_id FROM run_inputs b JOIN runs r ON r.run_id = b.run_id "
+    "WHERE b.run_id = ? AND r.thread_id = ? AND r.created_at = ?"
+)
+_CREATE = (
+    f"WITH t AS ({_UPSERT_THREAD}), r AS (INSERT INTO runs ({_RUN_COLUMNS}) "
+    "SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? FROM t RETURNING run_id)"
+)
+CREATE = Fetch(f"{_CREATE} SELECT (SELECT run_count FROM t), NULL")
+CREATE_WITH_INPUT = Fetch(
+    f"{_CREATE}, i AS (INSERT INTO run_inputs (run_id, input) SELECT r.run_id, ? FROM r "
+    "RETURNING run_id) SELECT (SELECT run_count FROM t), (SELECT run_id FROM i)"
+)
+CREATE_WITH_DELTA = Fetch(
+    f"{_CREATE}, i AS (INSERT INTO run_inputs (run_id, input, base) SELECT r.run_id, ?, "
+    f"b.run_id FROM r, ({_BASE}) b RETURNING base) "
+    "SELECT (SELECT run_count FROM t), (SELECT base FROM i)"
 )
 LATEST_RUN = Fetch("SELECT latest_run_id FROM threads WHERE thread_id = ?", lock=True)
 CLAIM_THREAD = Execute(
@@ -73,15 +96,12 @@ INSERT_INPUT = Execute("INSERT INTO run_inputs (run_id, input, root) VALUES (?, 
 # made from: of this thread, created when it was (not a run purged since and its id used
 # again); else ``base`` is NULL.
 INSERT_DELTA = Fetch(
-    "INSERT INTO run_inputs (run_id, input, root, base) VALUES (?, ?, NULL, "
-    "(SELECT b.run_id FROM run_inputs b JOIN runs r ON r.run_id = b.run_id "
-    "WHERE b.run_id = ? AND r.thread_id = ? AND r.created_at = ?)) RETURNING base"
+    f"INSERT INTO run_inputs (run_id, input, base) SELECT ?, ?, b.run_id FROM ({_BASE}) b "
+    "RETURNING base"
 )
-DROP_INPUT = Execute("DELETE FROM run_inputs WHERE run_id = ?")
 INSERT_REDACTION = Execute(
     "INSERT INTO redactions (run_id, seq, rules, original_mac, recorded_at) VALUES (?, ?, ?, ?, ?)"
 )
-SET_SOURCE = Execute("UPDATE threads SET source_run_id = ?, source_seq = ? WHERE thread_id = ?")
 # The run's last hash rides along: the subquery in RETURNING reads the event before the
 # new ones (the new event_count minus the count taken, minus one), so chaining an append
 # costs no statement of its own.
@@ -160,7 +180,7 @@ class Kept:
     depth: int = 0
 
 
-def create_run(run: NewRun, kept: Kept | None = None) -> Body[Run]:
+def create_run(run: NewRun, kept: Kept | None = None, dialect: str = "sqlite") -> Body[Run]:
     """Claim the thread (insert-if-absent, then lock its row: concurrent first runs of a
     thread do not collide, and concurrent runs on it line up, each seeing the one before),
     then insert the run and its input (whole, as a delta, or the chunks of its tree the
@@ -171,46 +191,54 @@ def create_run(run: NewRun, kept: Kept | None = None) -> Body[Run]:
     beat = time.time()
     now = run.created_at if run.created_at is not None else beat
     parent, inferred = run.parent_run_id, run.parent_inferred
+    kept = kept if kept is not None else Kept()
+    # A new thread started from a given parent (a fork into a new thread) keeps the point
+    # it branched off at.
+    given = parent is not None and not inferred and parent != run.run_id
+    source = (parent, run.parent_seq) if given else (None, None)
+    stored = False  # the input went in with the run
     if run.infer_parent and parent is None:
         # The thread's latest run is wanted: read under the thread's lock, then claimed.
         created = yield INSERT_THREAD, (run.thread_id, run.agent, now, now)
         ((latest,),) = yield LATEST_RUN, (run.thread_id,)
         yield CLAIM_THREAD, (now, run.run_id, run.thread_id)
         parent, inferred = latest, latest is not None
-    else:  # one statement: insert the thread, or lock and claim it (the run is its first)
-        ((count,),) = yield UPSERT_THREAD, (run.thread_id, run.agent, now, now, run.run_id)
+        yield INSERT_RUN, _run_columns(run, parent, inferred, now, beat)
+    elif dialect == "postgresql":
+        # One statement (one round trip): the thread inserted or locked and claimed, then
+        # the run, then its input when whole or a delta (each part reads the one before,
+        # which orders them: the thread's row is locked before the run's is inserted).
+        thread = (run.thread_id, run.agent, now, now, run.run_id, *source)
+        columns = _run_columns(run, parent, inferred, now, beat)
+        if kept.delta is not None:
+            base = (kept.delta, kept.base, run.thread_id, kept.base_created)
+            rows = yield CREATE_WITH_DELTA, (*thread, *columns, *base)
+        elif kept.tree is None and run.input is not None:
+            rows = yield CREATE_WITH_INPUT, (*thread, *columns, run.input)
+        else:
+            rows = yield CREATE, (*thread, *columns)
+        count, stored = rows[0][0], rows[0][1] is not None
         created = int(count) == 1
+    else:  # insert the thread, or lock and claim it (the run is its first)
+        ((count,),) = yield UPSERT_THREAD, (run.thread_id, run.agent, now, now, run.run_id, *source)
+        created = int(count) == 1
+        yield INSERT_RUN, _run_columns(run, parent, inferred, now, beat)
     if run.new_thread and not created:
         raise Conflict(
             f"thread {run.thread_id!r} exists already: a fork into a new thread needs an id "
             "no thread has"
         )
-    columns = (
-        run.run_id,
-        run.thread_id,
-        run.agent,
-        RUNNING,
-        parent,
-        run.parent_seq,
-        inferred,
-        run.origin,
-        now,
-        beat,
-        run.owner,
-    )
-    yield INSERT_RUN, columns
-    kept = kept if kept is not None else Kept()
-    if kept.delta is not None:
+    if kept.delta is not None and not stored:
         # The base is of this thread, whose row this transaction holds: a purge of the
         # thread (which would take the base with it) is before or after, not during.
         params = (run.run_id, kept.delta, kept.base, run.thread_id, kept.base_created)
         found = yield INSERT_DELTA, params
-        if not found or found[0][0] is None:  # the base is gone: a tree (or whole) after all
-            kept.base, kept.delta, kept.depth = None, None, 0
-            kept.tree = input_tree(run.input)
-            yield DROP_INPUT, (run.run_id,)
-    if kept.delta is not None:
-        pass  # kept
+        stored = bool(found)
+    if kept.delta is not None and not stored:  # the base is gone: a tree (or whole) after all
+        kept.base, kept.delta, kept.depth = None, None, 0
+        kept.tree = input_tree(run.input)
+    if stored:
+        pass
     elif kept.tree is not None:
         yield from insert_chunks(kept.tree)
         yield INSERT_INPUT, (run.run_id, None, kept.tree.root)
@@ -218,10 +246,6 @@ def create_run(run: NewRun, kept: Kept | None = None) -> Body[Run]:
         yield INSERT_INPUT, (run.run_id, run.input, None)
     if run.input is not None and run.input_redacted is not None:
         yield INSERT_REDACTION, _redaction_row(run.run_id, -1, run.input_redacted, now)
-    if created and parent is not None and not inferred and parent != run.run_id:
-        # A new thread started from a given parent (a fork into a new thread): the thread
-        # keeps the point it branched off at.
-        yield SET_SOURCE, (parent, run.parent_seq, run.thread_id)
     return Run(
         run_id=run.run_id,
         thread_id=run.thread_id,
@@ -240,6 +264,24 @@ def create_run(run: NewRun, kept: Kept | None = None) -> Body[Run]:
         finished_at=None,
         heartbeat_at=beat,
         owner=run.owner,
+    )
+
+
+def _run_columns(
+    run: NewRun, parent: str | None, inferred: bool, now: float, beat: float
+) -> tuple[Any, ...]:
+    return (
+        run.run_id,
+        run.thread_id,
+        run.agent,
+        RUNNING,
+        parent,
+        run.parent_seq,
+        inferred,
+        run.origin,
+        now,
+        beat,
+        run.owner,
     )
 
 
