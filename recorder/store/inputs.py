@@ -188,6 +188,7 @@ _MIN_COPY = 24  # a shorter stretch in common is not worth a copy
 _DEPTH = 24  # how far a difference is split into smaller ones before it is kept as it is
 _TRIES = 4  # places in the base looked for per difference
 _NEAR = 4096  # bytes around where a piece is first looked for
+_STEP = 64  # bytes compared first when looking for where two stretches differ
 
 
 def delta(base: bytes, data: bytes) -> bytes | None:
@@ -293,14 +294,22 @@ def _anchor(
 
 
 def _prefix(old: bytes, olo: int, ohi: int, new: bytes, nlo: int, nhi: int) -> int:
-    """How many bytes ``old[olo:ohi]`` and ``new[nlo:nhi]`` start with in common."""
+    """How many bytes ``old[olo:ohi]`` and ``new[nlo:nhi]`` start with in common.
+
+    Compared in growing steps, then halving ones: what is compared (and copied) is about
+    twice what they have in common, however long the two are."""
     most = min(ohi - olo, nhi - nlo)
     if most <= 0 or old[olo] != new[nlo]:
         return 0
-    if new.startswith(old[olo : olo + most], nlo):
-        return most
-    low, high = 1, most  # old[olo:olo+low] matches, old[olo:olo+high] does not
-    while high - low > 1:
+    low, step = 1, _STEP  # old[olo:olo+low] matches
+    while True:
+        high = min(most, low + step)
+        if not new.startswith(old[olo + low : olo + high], nlo + low):
+            break
+        if high == most:
+            return most
+        low, step = high, 2 * step
+    while high - low > 1:  # the first difference is in old[olo+low:olo+high]
         mid = (low + high) // 2
         if new.startswith(old[olo + low : olo + mid], nlo + low):
             low = mid
@@ -310,13 +319,19 @@ def _prefix(old: bytes, olo: int, ohi: int, new: bytes, nlo: int, nhi: int) -> i
 
 
 def _suffix(old: bytes, olo: int, ohi: int, new: bytes, nlo: int, nhi: int) -> int:
-    """How many bytes ``old[olo:ohi]`` and ``new[nlo:nhi]`` end with in common."""
+    """How many bytes ``old[olo:ohi]`` and ``new[nlo:nhi]`` end with in common (as
+    ``_prefix``, from the end)."""
     most = min(ohi - olo, nhi - nlo)
     if most <= 0 or old[ohi - 1] != new[nhi - 1]:
         return 0
-    if new.endswith(old[ohi - most : ohi], nhi - most, nhi):
-        return most
-    low, high = 1, most
+    low, step = 1, _STEP
+    while True:
+        high = min(most, low + step)
+        if not new.endswith(old[ohi - high : ohi - low], nhi - high, nhi - low):
+            break
+        if high == most:
+            return most
+        low, step = high, 2 * step
     while high - low > 1:
         mid = (low + high) // 2
         if new.endswith(old[ohi - mid : ohi - low], nhi - mid, nhi - low):
