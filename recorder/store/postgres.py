@@ -94,7 +94,11 @@ class PostgresDatabase:
             return Failure.UNAVAILABLE  # the pool closing
         return None
 
-    async def write(self, body: Callable[[], Body[T]], *, events: int = 0, size: int = 0) -> T:
+    async def write(
+        self, body: Callable[[], Body[T]], *, events: int = 0, size: int = 0, alone: bool = False
+    ) -> T:
+        if alone:  # one statement: its own transaction, no BEGIN and COMMIT to send
+            return await self.read(body)
         try:
             async with self._pool.acquire() as conn:
                 return await drive(conn, body(), transaction=True, first_try=True)

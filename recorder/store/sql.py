@@ -33,6 +33,7 @@ from recorder.store import annotation, governance, reads, search, verify, writes
 from recorder.store.errors import Failure, store_errors
 from recorder.store.inputs import INLINE_BELOW, ChunkCache, Recent, RecentInputs, delta
 from recorder.store.model import (
+    TERMINAL,
     Action,
     Annotations,
     Appended,
@@ -66,6 +67,8 @@ class Database(Protocol):
     raises); ``read`` runs one outside a write transaction. Both take a function that makes
     the body, so a transaction that has to start over gets a fresh one. ``events`` and
     ``size`` say how much a write carries (SQLite runs small ones on the event loop).
+    ``alone``: the body is one statement, which the database may run outside a transaction
+    of its own making (PostgreSQL: one round trip instead of three).
     """
 
     url: str
@@ -73,7 +76,9 @@ class Database(Protocol):
     append_survives_cancel: bool
 
     def classify(self, exc: BaseException) -> Failure | None: ...
-    async def write(self, body: Callable[[], Body[T]], *, events: int = 0, size: int = 0) -> T: ...
+    async def write(
+        self, body: Callable[[], Body[T]], *, events: int = 0, size: int = 0, alone: bool = False
+    ) -> T: ...
     async def read(self, body: Callable[[], Body[T]]) -> T: ...
     async def migrate(self) -> None: ...
     async def listen(self, wake: asyncio.Event) -> None: ...
@@ -161,6 +166,12 @@ class SqlStore:
         violations: list[dict[str, object]] | None = None,
         summary: str | None = None,
     ) -> None:
+        if status in TERMINAL and self.database.dialect == "postgresql":
+            # One round trip; a run without a thread row is closed the usual way.
+            closing = partial(writes.close_alone, run_id, status, outcome, error, violations)
+            if await self._write(lambda: closing(summary), alone=True):
+                self._wake.set()
+                return
         await self._write(
             lambda: writes.set_status(run_id, status, outcome, error, violations, summary)
         )
@@ -369,9 +380,11 @@ class SqlStore:
         events: int = 1,
         size: int = 0,
         duplicate: str | None = None,
+        *,
+        alone: bool = False,
     ) -> T:
         with store_errors(self.database.classify, duplicate=duplicate):
-            return await self.database.write(body, events=events, size=size)
+            return await self.database.write(body, events=events, size=size, alone=alone)
 
     async def _read(self, body: Callable[[], Body[T]]) -> T:
         with store_errors(self.database.classify):

@@ -76,11 +76,7 @@ CREATE_WITH_INPUT = Fetch(
     f"{_CREATE}, i AS (INSERT INTO run_inputs (run_id, input) SELECT r.run_id, ? FROM r "
     "RETURNING run_id) SELECT (SELECT run_count FROM t), (SELECT run_id FROM i)"
 )
-CREATE_WITH_DELTA = Fetch(
-    f"{_CREATE}, i AS (INSERT INTO run_inputs (run_id, input, base) SELECT r.run_id, ?, "
-    f"b.run_id FROM r, ({_BASE}) b RETURNING base) "
-    "SELECT (SELECT run_count FROM t), (SELECT base FROM i)"
-)
+
 LATEST_RUN = Fetch("SELECT latest_run_id FROM threads WHERE thread_id = ?", lock=True)
 CLAIM_THREAD = Execute(
     "UPDATE threads SET updated_at = ?, run_count = run_count + 1, latest_run_id = ? "
@@ -206,14 +202,14 @@ def create_run(run: NewRun, kept: Kept | None = None, dialect: str = "sqlite") -
         yield INSERT_RUN, _run_columns(run, parent, inferred, now, beat)
     elif dialect == "postgresql":
         # One statement (one round trip): the thread inserted or locked and claimed, then
-        # the run, then its input when whole or a delta (each part reads the one before,
-        # which orders them: the thread's row is locked before the run's is inserted).
+        # the run, then its input when whole (each part reads the one before, which orders
+        # them: the thread's row is locked before the run's is inserted). A delta's base is
+        # looked for in a statement of its own, after the thread's row is locked: a purge
+        # of the thread that took the base with it committed before (its snapshot sees
+        # that), or waits for this transaction.
         thread = (run.thread_id, run.agent, now, now, run.run_id, *source)
         columns = _run_columns(run, parent, inferred, now, beat)
-        if kept.delta is not None:
-            base = (kept.delta, kept.base, run.thread_id, kept.base_created)
-            rows = yield CREATE_WITH_DELTA, (*thread, *columns, *base)
-        elif kept.tree is None and run.input is not None:
+        if kept.delta is None and kept.tree is None and run.input is not None:
             rows = yield CREATE_WITH_INPUT, (*thread, *columns, run.input)
         else:
             rows = yield CREATE, (*thread, *columns)
@@ -428,6 +424,72 @@ def set_status(
     elif renamed:
         yield SET_SUMMARY, (text, thread_id)
     yield NOTIFY, ()
+
+
+# Closing a run on PostgreSQL in one statement, outside any transaction (one round trip
+# instead of five): the thread's row locked (``t``), the run closed and sealed (``r``,
+# reading ``t``: the thread's row is locked before the run's), the thread's chain and
+# summary (``u``), the notification. The hashes are ``recorder.store.chain``'s, computed
+# by the database from the same bytes (lengths as 4-byte big-endian, ids as UTF-8):
+# ``run_genesis`` for a run without events, ``run_link`` from the thread's head (or
+# ``thread_genesis``). No thread row: nothing is done, and the caller closes the run in
+# a transaction of its own (``set_status``).
+_UTF8_ID = "int4send(octet_length(convert_to({0}, 'UTF8'))) || convert_to({0}, 'UTF8')"
+_CLOSE_ALONE = (
+    "WITH t AS (SELECT thread_id, head, sealed, summary = ? AS same FROM threads "
+    "WHERE thread_id = (SELECT thread_id FROM runs WHERE run_id = ?) FOR UPDATE), "
+    "r AS (UPDATE runs SET {assignments}, head = COALESCE(runs.head, (SELECT hash FROM events "
+    "WHERE events.run_id = runs.run_id ORDER BY seq DESC LIMIT 1), "
+    f"sha256(?::bytea || {_UTF8_ID.format('t.thread_id')} || ?::bytea)), "
+    "seal = COALESCE(runs.seal, t.sealed + 1) FROM t WHERE runs.run_id = ? "
+    "RETURNING runs.head AS head, runs.seal = t.sealed + 1 AS newly, t.sealed + 1 AS number, "
+    "t.head AS previous, t.thread_id AS thread_id, t.same AS same), "
+    "u AS (UPDATE threads SET "
+    "head = CASE WHEN r.newly THEN sha256(COALESCE(r.previous, "
+    f"sha256(?::bytea || {_UTF8_ID.format('r.thread_id')})) || ?::bytea || r.head) "
+    "ELSE threads.head END, "
+    "sealed = CASE WHEN r.newly THEN r.number ELSE threads.sealed END, "
+    "summary = CASE WHEN ?::text IS NOT NULL AND r.same IS NOT TRUE THEN ?::text "
+    "ELSE threads.summary END "
+    "FROM r WHERE threads.thread_id = r.thread_id "
+    "AND (r.newly OR (?::text IS NOT NULL AND r.same IS NOT TRUE)) RETURNING 1) "
+    "SELECT (SELECT count(*) FROM r), (SELECT count(*) FROM u), "
+    "pg_notify('recorder_events', '')"
+)
+
+
+def close_alone(
+    run_id: str,
+    status: str,
+    outcome: str | None,
+    error: str | None,
+    violations: list[dict[str, object]] | None,
+    summary: str | None,
+) -> Body[bool]:
+    """Close a run in one statement (PostgreSQL, outside a transaction); False when it did
+    nothing because the run has no thread row (or is unknown): ``set_status`` then."""
+    values = _status_values(status, outcome, error, violations)
+    assignments = ", ".join(f"{column} = ?" for column in values)
+    text = None if summary is None else _without_nul(summary)
+    run_text = chain.text(run_id)
+    params = (
+        text,
+        run_id,
+        *values.values(),
+        chain.RUN_PREFIX,
+        run_text,
+        run_id,
+        chain.THREAD_PREFIX,
+        run_text,
+        text,
+        text,
+        text,
+    )
+    ((closed, _sealed, _notified),) = yield (
+        Fetch(_CLOSE_ALONE.format(assignments=assignments)),
+        params,
+    )
+    return int(closed) > 0
 
 
 def seal(run_id: str, thread: Sequence[Any], tail: Sequence[Any]) -> Body[None]:
