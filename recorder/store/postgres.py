@@ -97,7 +97,10 @@ class PostgresDatabase:
     async def write(
         self, body: Callable[[], Body[T]], *, events: int = 0, size: int = 0, alone: bool = False
     ) -> T:
-        if alone:  # one statement: its own transaction, no BEGIN and COMMIT to send
+        if alone:
+            # One statement, its own transaction: no BEGIN and COMMIT to send. Like a read,
+            # it is sent again on another connection when its connection is found broken;
+            # the only such write (a run's close) does nothing more the second time.
             return await self.read(body)
         try:
             async with self._pool.acquire() as conn:
