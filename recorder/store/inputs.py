@@ -371,38 +371,32 @@ class Recent:
 
 
 class RecentInputs:
-    """The inputs written lately (by run, the latest by thread), up to about ``budget``
-    bytes: the bases of the next runs' deltas. Only inputs whose run was committed are
-    kept; inputs never change once written, so an entry is never stale (a purge may have
-    deleted its run since: ``create_run`` checks that the base is still there)."""
+    """The latest input this store wrote in each thread, up to about ``budget`` bytes in all
+    (the threads written longest ago are forgotten first): the bases of the next runs'
+    deltas. Only inputs whose run was committed are kept; inputs never change once written,
+    so an entry is never stale (a purge may have deleted its run since: ``create_run``
+    checks that the base is still there, the same run of the same thread)."""
 
-    def __init__(self, budget: int = 64 * 1024 * 1024) -> None:
-        self._runs: dict[str, Recent] = {}
-        self._latest: dict[str, str] = {}
+    def __init__(self, budget: int = 32 * 1024 * 1024) -> None:
+        self._latest: dict[str, Recent] = {}
         self._size = 0
         self._budget = budget
 
-    def base(self, run_id: str | None, thread_id: str) -> Recent | None:
-        """The input to keep a new run's as a delta from: its parent's when known here and
-        of its thread, else its thread's latest known; None for none (or a chain too long)."""
-        found = self._runs.get(run_id) if run_id is not None else None
-        if found is None or found.thread_id != thread_id:
-            latest = self._latest.get(thread_id)
-            found = self._runs.get(latest) if latest is not None else None
+    def base(self, thread_id: str) -> Recent | None:
+        """The input to keep a new run's as a delta from: the latest of its thread known
+        here (its parent's, as a rule; any input of the thread will do, a fork from an
+        earlier run shares most of it too); None for none, or a chain too long."""
+        found = self._latest.get(thread_id)
         if found is None or found.depth + 1 >= CHAIN:
             return None
         return found
 
     def put(self, recent: Recent) -> None:
-        gone = self._runs.pop(recent.run_id, None)  # an id purged and used again
+        gone = self._latest.pop(recent.thread_id, None)
         if gone is not None:
-            self._size -= len(gone.data) + 200
-        self._runs[recent.run_id] = recent
-        self._latest[recent.thread_id] = recent.run_id
-        self._size += len(recent.data) + 200
-        while self._size > self._budget and self._runs:
-            oldest = next(iter(self._runs))
-            gone = self._runs.pop(oldest)
-            self._size -= len(gone.data) + 200
-            if self._latest.get(gone.thread_id) == oldest:
-                del self._latest[gone.thread_id]
+            self._size -= len(gone.data)
+        self._latest[recent.thread_id] = recent  # last in the dict: written most lately
+        self._size += len(recent.data)
+        while self._size > self._budget and self._latest:
+            oldest = next(iter(self._latest))
+            self._size -= len(self._latest.pop(oldest).data)

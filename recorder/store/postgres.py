@@ -100,7 +100,7 @@ class PostgresDatabase:
         if alone:
             # One statement, its own transaction: no BEGIN and COMMIT to send. Like a read,
             # it is sent again on another connection when its connection is found broken;
-            # the only such write (a run's close) does nothing more the second time.
+            # the only such write (a run's close) changes nothing but its finish time then.
             return await self.read(body)
         try:
             async with self._pool.acquire() as conn:

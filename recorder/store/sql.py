@@ -130,7 +130,7 @@ class SqlStore:
         posted = run.input
         if posted is None or len(posted) < INLINE_BELOW:
             return writes.Kept()
-        base = self._recent.base(run.parent_run_id, run.thread_id)
+        base = self._recent.base(run.thread_id)
         if base is not None:
             changes = delta(base.data, posted)
             if changes is not None:
