@@ -35,6 +35,12 @@ def _text(value: str) -> bytes:
     return _LENGTH.pack(len(data)) + data
 
 
+# What a store computing these hashes in SQL needs (``recorder.store.writes``).
+RUN_PREFIX = _RUN
+THREAD_PREFIX = _THREAD
+text = _text
+
+
 def run_genesis(thread_id: str, run_id: str) -> bytes:
     return _sha256(_RUN + _text(thread_id) + _text(run_id)).digest()
 

@@ -94,7 +94,14 @@ class PostgresDatabase:
             return Failure.UNAVAILABLE  # the pool closing
         return None
 
-    async def write(self, body: Callable[[], Body[T]], *, events: int = 0, size: int = 0) -> T:
+    async def write(
+        self, body: Callable[[], Body[T]], *, events: int = 0, size: int = 0, alone: bool = False
+    ) -> T:
+        if alone:
+            # One statement, its own transaction: no BEGIN and COMMIT to send. Like a read,
+            # it is sent again on another connection when its connection is found broken;
+            # the only such write (a run's close) changes nothing but its finish time then.
+            return await self.read(body)
         try:
             async with self._pool.acquire() as conn:
                 return await drive(conn, body(), transaction=True, first_try=True)

@@ -11,7 +11,15 @@ import orjson
 
 from recorder.errors import InputError, RunNotFound, StoreError, ThreadNotFound
 from recorder.store.annotation import tag_condition
-from recorder.store.inputs import HASH_BYTES, Chunk, ChunkCache, batches, reassemble
+from recorder.store.inputs import (
+    CHAIN,
+    HASH_BYTES,
+    Chunk,
+    ChunkCache,
+    batches,
+    patch,
+    reassemble,
+)
 from recorder.store.model import Page, Redaction, Run, Thread, ThreadFilter, ThreadSource
 from recorder.store.statements import EVENT_COLUMNS, Body, Fetch, FetchEvents
 from recorder.wire.events import RecordedEvent
@@ -19,13 +27,15 @@ from recorder.wire.events import RecordedEvent
 _RUN_COLUMNS = (
     "r.run_id, r.thread_id, r.agent, r.status, {input}, r.parent_run_id, r.parent_seq, "
     "r.parent_inferred, r.origin, r.outcome, r.error, r.violations, r.event_count, "
-    "r.created_at, r.finished_at, r.heartbeat_at, r.owner, {root}"
+    "r.created_at, r.finished_at, r.heartbeat_at, r.owner, {root}, {base}"
 )
 RUNS = (
-    f"SELECT {_RUN_COLUMNS.format(input='i.input', root='i.root')} "
+    f"SELECT {_RUN_COLUMNS.format(input='i.input', root='i.root', base='i.base')} "
     "FROM runs r LEFT JOIN run_inputs i ON i.run_id = r.run_id"
 )
-RUNS_WITHOUT_INPUT = f"SELECT {_RUN_COLUMNS.format(input='NULL', root='NULL')} FROM runs r"
+RUNS_WITHOUT_INPUT = (
+    f"SELECT {_RUN_COLUMNS.format(input='NULL', root='NULL', base='NULL')} FROM runs r"
+)
 RUN = Fetch(f"{RUNS} WHERE r.run_id = ?")
 _OF_THREAD = " WHERE r.thread_id = ? ORDER BY r.created_at, r.run_id"
 RUNS_OF_THREAD = Fetch(RUNS_WITHOUT_INPUT + _OF_THREAD)
@@ -53,8 +63,9 @@ NEAREST_CHECKPOINT = Fetch(
 RUN_WITHOUT_INPUT = Fetch(f"{RUNS_WITHOUT_INPUT} WHERE r.run_id = ?")
 # The run (without its input) and, on the same row, its checkpoint nearest at or before a
 # seq (taken as its last event when past it): the state at a run's boundary in one query.
+_RUN_WIDTH = _RUN_COLUMNS.count(",") + 1  # the checkpoint's columns come after the run's
 RUN_CHECKPOINT = Fetch(
-    f"SELECT {_RUN_COLUMNS.format(input='NULL', root='NULL')}, c.seq, c.data, c.root "
+    f"SELECT {_RUN_COLUMNS.format(input='NULL', root='NULL', base='NULL')}, c.seq, c.data, c.root "
     "FROM runs r LEFT JOIN checkpoints c ON c.run_id = r.run_id AND c.seq = ("
     "SELECT k.seq FROM checkpoints k WHERE k.run_id = r.run_id AND k.seq <= "
     "CASE WHEN ? < r.event_count THEN ? ELSE r.event_count - 1 END "
@@ -64,6 +75,15 @@ RUN_CHECKPOINT = Fetch(
 # Seqs past these are no seq of any run: clamped to them (a 32-bit column on PostgreSQL).
 _LOWEST_SEQ = -1
 _HIGHEST_SEQ = (1 << 31) - 1
+# An input kept as a delta: its base, the base's base, ... down to one kept whole or as a
+# tree (``recorder.store.inputs``), nearest first.
+BASES = Fetch(
+    "WITH RECURSIVE chain (run_id, input, root, base, n) AS ("
+    "SELECT run_id, input, root, base, 0 FROM run_inputs WHERE run_id = ? "
+    "UNION ALL SELECT i.run_id, i.input, i.root, i.base, chain.n + 1 "
+    "FROM run_inputs i JOIN chain ON i.run_id = chain.base WHERE chain.n < ?) "
+    "SELECT input, root, base FROM chain ORDER BY n"
+)
 
 
 def get_run(run_id: str, with_input: bool, cache: ChunkCache) -> Body[Run]:
@@ -73,13 +93,45 @@ def get_run(run_id: str, with_input: bool, cache: ChunkCache) -> Body[Run]:
     return (yield from _with_input(rows[0], cache))
 
 
-def _with_input(row: Sequence[Any], cache: ChunkCache) -> Body[Run]:
-    """The run of ``row``, its input rebuilt from its chunks when it is kept as a tree."""
+def _with_input(
+    row: Sequence[Any], cache: ChunkCache, known: dict[str, bytes] | None = None
+) -> Body[Run]:
+    """The run of ``row``, its input rebuilt from its chunks when it is kept as a tree, or
+    from its base when kept as a delta (``known``: inputs rebuilt already, by run)."""
     run = _run(row)
-    if row[17] is None:
+    what = f"the input of run {run.run_id!r}"
+    if row[18] is not None:
+        data = yield from _patched(bytes(row[4]), str(row[18]), cache, known or {}, what)
+    elif row[17] is not None:
+        data = yield from _tree(bytes(row[17]), cache, what)
+    else:
         return run
-    data = yield from _tree(bytes(row[17]), cache, f"the input of run {run.run_id!r}")
+    if known is not None:
+        known[run.run_id] = data
     return replace(run, input=data)
+
+
+def _patched(
+    delta: bytes, base: str, cache: ChunkCache, known: dict[str, bytes], what: str
+) -> Body[bytes]:
+    """An input kept as ``delta`` from the input of run ``base``, rebuilt."""
+    deltas = [delta]
+    data = known.get(base)
+    if data is None:
+        rows = yield BASES, (base, CHAIN)
+        for kept, root, further in rows:
+            if further is None:
+                if root is not None:
+                    data = yield from _tree(bytes(root), cache, what)
+                elif kept is not None:
+                    data = bytes(kept)
+                break
+            deltas.append(bytes(kept))
+        if data is None:
+            raise StoreError(f"{what} is missing from the store")
+    for step in reversed(deltas):
+        data = patch(data, step)
+    return data
 
 
 def _tree(root: bytes, cache: ChunkCache, what: str) -> Body[bytes]:
@@ -179,8 +231,9 @@ def list_runs(thread_id: str, inputs: bool, cache: ChunkCache) -> Body[list[Run]
         return [_run(row) for row in rows]
     rows = yield RUNS_OF_THREAD_WITH_INPUTS, (thread_id,)
     runs: list[Run] = []
+    known: dict[str, bytes] = {}  # a thread's inputs are often deltas of each other
     for row in rows:
-        runs.append((yield from _with_input(row, cache)))
+        runs.append((yield from _with_input(row, cache, known)))
     return runs
 
 
@@ -262,7 +315,7 @@ def run_checkpoint(
         raise RunNotFound(run_id)
     row = rows[0]
     run = _run(row)
-    found, data, root = row[18:21]
+    found, data, root = row[_RUN_WIDTH : _RUN_WIDTH + 3]
     if found is None:
         return run, None
     if data is None:  # kept as a tree

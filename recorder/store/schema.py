@@ -92,13 +92,16 @@ runs = Table(
 # The RunAgentInput exactly as posted, apart from the run row: inputs carry the whole
 # history (often hundreds of KB) and the run row is updated on every append; SQLite
 # rewrites a row with all its overflow pages on each update. Small inputs are kept whole
-# (``input``); others as the ``root`` of a tree in ``input_chunks`` (recorder.store.inputs).
+# (``input``); others as the ``root`` of a tree in ``input_chunks``, or as a delta (in
+# ``input``) from the input of ``base``, an earlier run of the same thread
+# (recorder.store.inputs).
 run_inputs = Table(
     "run_inputs",
     metadata,
     Column("run_id", String, ForeignKey("runs.run_id"), primary_key=True),
     Column("input", LargeBinary, nullable=True),
     Column("root", LargeBinary, nullable=True),
+    Column("base", String, nullable=True),
 )
 
 # Content-addressed pieces of posted inputs, shared by every run whose input holds them:

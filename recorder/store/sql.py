@@ -31,8 +31,9 @@ from typing import Any, Protocol, TypeVar
 
 from recorder.store import annotation, governance, reads, search, verify, writes
 from recorder.store.errors import Failure, store_errors
-from recorder.store.inputs import ChunkCache
+from recorder.store.inputs import INLINE_BELOW, ChunkCache, Recent, RecentInputs, delta
 from recorder.store.model import (
+    TERMINAL,
     Action,
     Annotations,
     Appended,
@@ -66,6 +67,8 @@ class Database(Protocol):
     raises); ``read`` runs one outside a write transaction. Both take a function that makes
     the body, so a transaction that has to start over gets a fresh one. ``events`` and
     ``size`` say how much a write carries (SQLite runs small ones on the event loop).
+    ``alone``: the body is one statement, which the database may run outside a transaction
+    of its own making (PostgreSQL: one round trip instead of three).
     """
 
     url: str
@@ -73,7 +76,9 @@ class Database(Protocol):
     append_survives_cancel: bool
 
     def classify(self, exc: BaseException) -> Failure | None: ...
-    async def write(self, body: Callable[[], Body[T]], *, events: int = 0, size: int = 0) -> T: ...
+    async def write(
+        self, body: Callable[[], Body[T]], *, events: int = 0, size: int = 0, alone: bool = False
+    ) -> T: ...
     async def read(self, body: Callable[[], Body[T]]) -> T: ...
     async def migrate(self) -> None: ...
     async def listen(self, wake: asyncio.Event) -> None: ...
@@ -89,6 +94,7 @@ class SqlStore:
         self._wake = asyncio.Event()
         self._listening = False
         self._chunks = ChunkCache()
+        self._recent = RecentInputs()
 
     @property
     def append_survives_cancel(self) -> bool:
@@ -105,13 +111,36 @@ class SqlStore:
 
     async def create_run(self, run: NewRun) -> Run:
         taken = f"run {run.run_id!r} already exists"
-        tree = writes.input_tree(run.input)
-        # A tree usually adds a few chunks to what is stored: a small transaction.
-        size = 0 if tree is not None else len(run.input or b"")
-        created = await self._write(lambda: writes.create_run(run, tree), 1, size, taken)
-        if tree is not None:
-            self._chunks.put(tree.chunks.values())
+        kept = self._keep(run)
+        # A tree or a delta usually adds a little to what is stored: a small transaction.
+        size = 0 if kept.tree is not None or kept.delta is not None else len(run.input or b"")
+        dialect = self.database.dialect
+        created = await self._write(lambda: writes.create_run(run, kept, dialect), 1, size, taken)
+        if kept.tree is not None:
+            self._chunks.put(kept.tree.chunks.values())
+        if run.input is not None and len(run.input) >= INLINE_BELOW:
+            self._recent.put(
+                Recent(run.run_id, run.thread_id, created.created_at, kept.depth, run.input)
+            )
         return created
+
+    def _keep(self, run: NewRun) -> writes.Kept:
+        """How to keep the run's input: as a delta from a recent input of its thread when
+        they have enough in common, else whole or as a tree."""
+        posted = run.input
+        if posted is None or len(posted) < INLINE_BELOW:
+            return writes.Kept()
+        base = self._recent.base(run.thread_id)
+        if base is not None:
+            changes = delta(base.data, posted)
+            if changes is not None:
+                return writes.Kept(
+                    base=base.run_id,
+                    base_created=base.created_at,
+                    delta=changes,
+                    depth=base.depth + 1,
+                )
+        return writes.Kept(tree=writes.input_tree(posted))
 
     async def append(self, run_id: str, events: Sequence[NewEvent]) -> list[Appended]:
         return (await self.append_batches([(run_id, events)]))[0]
@@ -137,6 +166,12 @@ class SqlStore:
         violations: list[dict[str, object]] | None = None,
         summary: str | None = None,
     ) -> None:
+        if status in TERMINAL and self.database.dialect == "postgresql":
+            # One round trip; a run without a thread row is closed the usual way.
+            closing = partial(writes.close_alone, run_id, status, outcome, error, violations)
+            if await self._write(lambda: closing(summary), alone=True):
+                self._wake.set()
+                return
         await self._write(
             lambda: writes.set_status(run_id, status, outcome, error, violations, summary)
         )
@@ -350,9 +385,11 @@ class SqlStore:
         events: int = 1,
         size: int = 0,
         duplicate: str | None = None,
+        *,
+        alone: bool = False,
     ) -> T:
         with store_errors(self.database.classify, duplicate=duplicate):
-            return await self.database.write(body, events=events, size=size)
+            return await self.database.write(body, events=events, size=size, alone=alone)
 
     async def _read(self, body: Callable[[], Body[T]]) -> T:
         with store_errors(self.database.classify):

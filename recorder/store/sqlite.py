@@ -122,7 +122,9 @@ class SQLiteDatabase:
             return Failure.UNAVAILABLE
         return None
 
-    async def write(self, body: Callable[[], Body[T]], *, events: int = 0, size: int = 0) -> T:
+    async def write(
+        self, body: Callable[[], Body[T]], *, events: int = 0, size: int = 0, alone: bool = False
+    ) -> T:
         small = events <= _SMALL_EVENTS and size <= _SMALL_BYTES
         return await self._writer.run(lambda conn: drive(conn, body()), small=small)
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -49,6 +50,33 @@ INSERT_THREAD = Execute(
     "INSERT INTO threads (thread_id, agent, created_at, updated_at, run_count) "
     "VALUES (?, ?, ?, ?, 0) ON CONFLICT (thread_id) DO NOTHING"
 )
+# A thread's run count is 1 only once its first run claimed it: a count of 1 here says
+# the row was inserted by this statement.
+_UPSERT_THREAD = (
+    "INSERT INTO threads (thread_id, agent, created_at, updated_at, run_count, latest_run_id, "
+    "source_run_id, source_seq) VALUES (?, ?, ?, ?, 1, ?, ?, ?) ON CONFLICT (thread_id) DO "
+    "UPDATE SET updated_at = excluded.updated_at, run_count = threads.run_count + 1, "
+    "latest_run_id = excluded.latest_run_id RETURNING run_count"
+)
+UPSERT_THREAD = Fetch(_UPSERT_THREAD)
+_RUN_COLUMNS = (
+    "run_id, thread_id, agent, status, parent_run_id, parent_seq, parent_inferred, origin, "
+    "created_at, heartbeat_at, owner"
+)
+_BASE = (
+    "SELECT b.run_id FROM run_inputs b JOIN runs r ON r.run_id = b.run_id "
+    "WHERE b.run_id = ? AND r.thread_id = ? AND r.created_at = ?"
+)
+_CREATE = (
+    f"WITH t AS ({_UPSERT_THREAD}), r AS (INSERT INTO runs ({_RUN_COLUMNS}) "
+    "SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? FROM t RETURNING run_id)"
+)
+CREATE = Fetch(f"{_CREATE} SELECT (SELECT run_count FROM t), NULL")
+CREATE_WITH_INPUT = Fetch(
+    f"{_CREATE}, i AS (INSERT INTO run_inputs (run_id, input) SELECT r.run_id, ? FROM r "
+    "RETURNING run_id) SELECT (SELECT run_count FROM t), (SELECT run_id FROM i)"
+)
+
 LATEST_RUN = Fetch("SELECT latest_run_id FROM threads WHERE thread_id = ?", lock=True)
 CLAIM_THREAD = Execute(
     "UPDATE threads SET updated_at = ?, run_count = run_count + 1, latest_run_id = ? "
@@ -60,10 +88,16 @@ INSERT_RUN = Execute(
     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 INSERT_INPUT = Execute("INSERT INTO run_inputs (run_id, input, root) VALUES (?, ?, ?)")
+# A delta names its base only if the base's input is there, the very one the delta was
+# made from: of this thread, created when it was (not a run purged since and its id used
+# again); else ``base`` is NULL.
+INSERT_DELTA = Fetch(
+    f"INSERT INTO run_inputs (run_id, input, base) SELECT ?, ?, b.run_id FROM ({_BASE}) b "
+    "RETURNING base"
+)
 INSERT_REDACTION = Execute(
     "INSERT INTO redactions (run_id, seq, rules, original_mac, recorded_at) VALUES (?, ?, ?, ?, ?)"
 )
-SET_SOURCE = Execute("UPDATE threads SET source_run_id = ?, source_seq = ? WHERE thread_id = ?")
 # The run's last hash rides along: the subquery in RETURNING reads the event before the
 # new ones (the new event_count minus the count taken, minus one), so chaining an append
 # costs no statement of its own.
@@ -87,8 +121,20 @@ _TAIL = (
 )
 SEAL_RUN = Execute("UPDATE runs SET head = ?, seal = ? WHERE run_id = ?")
 SEAL_THREAD = Execute("UPDATE threads SET head = ?, sealed = ? WHERE thread_id = ?")
+# A summary equal to the one kept is not written again: PostgreSQL would keep a new copy
+# of a long one (its TOAST) on every run's close, the old one dead until vacuumed.
 SUMMARY_OF_RUN = Execute(
-    "UPDATE threads SET summary = ? WHERE thread_id = (SELECT thread_id FROM runs WHERE run_id = ?)"
+    "UPDATE threads SET summary = ? "
+    "WHERE thread_id = (SELECT thread_id FROM runs WHERE run_id = ?) "
+    "AND (summary IS NULL OR summary <> ?)"
+)
+LOCK_THREAD_TO_CLOSE = Fetch(
+    "SELECT thread_id, head, sealed, summary = ? FROM threads "
+    "WHERE thread_id = (SELECT thread_id FROM runs WHERE run_id = ?)",
+    lock=True,
+)
+SEAL_THREAD_SUMMARY = Execute(
+    "UPDATE threads SET head = ?, sealed = ?, summary = ? WHERE thread_id = ?"
 )
 CLOSE_IF_RUNNING = Fetch(
     "UPDATE runs SET status = ?, finished_at = ? WHERE run_id = ? AND status = ?" + _TAIL
@@ -109,60 +155,93 @@ FRESH_FOR = 1.0
 
 
 def input_tree(posted: bytes | None) -> InputTree | None:
-    """How ``create_run`` keeps ``posted``: None when whole (absent or small), else its
-    tree of chunks (``recorder.store.inputs``). Made once per run, outside the body, so a
-    transaction that starts over does not cut the input again."""
+    """How ``create_run`` keeps ``posted`` when not as a delta: None when whole (absent or
+    small), else its tree of chunks (``recorder.store.inputs``). Made once per run,
+    outside the body, so a transaction that starts over does not cut the input again."""
     if posted is None or len(posted) < INLINE_BELOW:
         return None
     return build(posted)
 
 
-def create_run(run: NewRun, tree: InputTree | None = None) -> Body[Run]:
+@dataclass(slots=True)
+class Kept:
+    """How ``create_run`` keeps a run's input: whole, as a ``tree``, or as a ``delta`` from
+    the input of run ``base`` (``depth`` deltas away from a tree). A delta whose base is
+    gone (purged since) is kept as a tree instead, and ``depth`` says so afterwards."""
+
+    tree: InputTree | None = None
+    base: str | None = None
+    base_created: float = 0.0
+    delta: bytes | None = None
+    depth: int = 0
+
+
+def create_run(run: NewRun, kept: Kept | None = None, dialect: str = "sqlite") -> Body[Run]:
     """Claim the thread (insert-if-absent, then lock its row: concurrent first runs of a
     thread do not collide, and concurrent runs on it line up, each seeing the one before),
-    then insert the run and its input (whole, or the chunks of its ``tree`` the store
-    lacks); a thread created here from a given parent keeps it as its source."""
+    then insert the run and its input (whole, as a delta, or the chunks of its tree the
+    store lacks); a thread created here from a given parent keeps it as its source."""
     _refuse_nul(run.run_id, run.thread_id, run.parent_run_id)
     # The heartbeat is the creation's own time, even for a run created with an earlier
     # ``created_at`` (an import): a writer is at work on it, not one that stopped long ago.
     beat = time.time()
     now = run.created_at if run.created_at is not None else beat
-    created = yield INSERT_THREAD, (run.thread_id, run.agent, now, now)
+    parent, inferred = run.parent_run_id, run.parent_inferred
+    kept = kept if kept is not None else Kept()
+    # A new thread started from a given parent (a fork into a new thread) keeps the point
+    # it branched off at.
+    given = parent is not None and not inferred and parent != run.run_id
+    source = (parent, run.parent_seq) if given else (None, None)
+    stored = False  # the input went in with the run
+    if run.infer_parent and parent is None:
+        # The thread's latest run is wanted: read under the thread's lock, then claimed.
+        created = yield INSERT_THREAD, (run.thread_id, run.agent, now, now)
+        ((latest,),) = yield LATEST_RUN, (run.thread_id,)
+        yield CLAIM_THREAD, (now, run.run_id, run.thread_id)
+        parent, inferred = latest, latest is not None
+        yield INSERT_RUN, _run_columns(run, parent, inferred, now, beat)
+    elif dialect == "postgresql":
+        # One statement (one round trip): the thread inserted or locked and claimed, then
+        # the run, then its input when whole (each part reads the one before, which orders
+        # them: the thread's row is locked before the run's is inserted). A delta's base is
+        # looked for in a statement of its own, after the thread's row is locked: a purge
+        # of the thread that took the base with it committed before (its snapshot sees
+        # that), or waits for this transaction.
+        thread = (run.thread_id, run.agent, now, now, run.run_id, *source)
+        columns = _run_columns(run, parent, inferred, now, beat)
+        if kept.delta is None and kept.tree is None and run.input is not None:
+            rows = yield CREATE_WITH_INPUT, (*thread, *columns, run.input)
+        else:
+            rows = yield CREATE, (*thread, *columns)
+        count, stored = rows[0][0], rows[0][1] is not None
+        created = int(count) == 1
+    else:  # insert the thread, or lock and claim it (the run is its first)
+        ((count,),) = yield UPSERT_THREAD, (run.thread_id, run.agent, now, now, run.run_id, *source)
+        created = int(count) == 1
+        yield INSERT_RUN, _run_columns(run, parent, inferred, now, beat)
     if run.new_thread and not created:
         raise Conflict(
             f"thread {run.thread_id!r} exists already: a fork into a new thread needs an id "
             "no thread has"
         )
-    ((latest,),) = yield LATEST_RUN, (run.thread_id,)
-    yield CLAIM_THREAD, (now, run.run_id, run.thread_id)
-    parent, inferred = run.parent_run_id, run.parent_inferred
-    if run.infer_parent and parent is None:
-        parent, inferred = latest, latest is not None
-    columns = (
-        run.run_id,
-        run.thread_id,
-        run.agent,
-        RUNNING,
-        parent,
-        run.parent_seq,
-        inferred,
-        run.origin,
-        now,
-        beat,
-        run.owner,
-    )
-    yield INSERT_RUN, columns
-    if tree is not None:
-        yield from insert_chunks(tree)
-        yield INSERT_INPUT, (run.run_id, None, tree.root)
+    if kept.delta is not None and not stored:
+        # The base is of this thread, whose row this transaction holds: a purge of the
+        # thread (which would take the base with it) is before or after, not during.
+        params = (run.run_id, kept.delta, kept.base, run.thread_id, kept.base_created)
+        found = yield INSERT_DELTA, params
+        stored = bool(found)
+    if kept.delta is not None and not stored:  # the base is gone: a tree (or whole) after all
+        kept.base, kept.delta, kept.depth = None, None, 0
+        kept.tree = input_tree(run.input)
+    if stored:
+        pass
+    elif kept.tree is not None:
+        yield from insert_chunks(kept.tree)
+        yield INSERT_INPUT, (run.run_id, None, kept.tree.root)
     elif run.input is not None:
         yield INSERT_INPUT, (run.run_id, run.input, None)
     if run.input is not None and run.input_redacted is not None:
         yield INSERT_REDACTION, _redaction_row(run.run_id, -1, run.input_redacted, now)
-    if created and parent is not None and not inferred and parent != run.run_id:
-        # A new thread started from a given parent (a fork into a new thread): the thread
-        # keeps the point it branched off at.
-        yield SET_SOURCE, (parent, run.parent_seq, run.thread_id)
     return Run(
         run_id=run.run_id,
         thread_id=run.thread_id,
@@ -181,6 +260,24 @@ def create_run(run: NewRun, tree: InputTree | None = None) -> Body[Run]:
         finished_at=None,
         heartbeat_at=beat,
         owner=run.owner,
+    )
+
+
+def _run_columns(
+    run: NewRun, parent: str | None, inferred: bool, now: float, beat: float
+) -> tuple[Any, ...]:
+    return (
+        run.run_id,
+        run.thread_id,
+        run.agent,
+        RUNNING,
+        parent,
+        run.parent_seq,
+        inferred,
+        run.origin,
+        now,
+        beat,
+        run.owner,
     )
 
 
@@ -273,34 +370,126 @@ def set_status(
     summary: str | None,
 ) -> Body[None]:
     values = _status_values(status, outcome, error, violations)
-    if summary is not None:  # the thread's row first: see the lock order above
-        yield SUMMARY_OF_RUN, (_without_nul(summary), run_id)
+    text = None if summary is None else _without_nul(summary)
     assignments = ", ".join(f"{column} = ?" for column in values)
     if status not in TERMINAL:
+        if text is not None:  # the thread's row first: see the lock order above
+            yield SUMMARY_OF_RUN, (text, run_id, text)
         found = yield (
             Execute(f"UPDATE runs SET {assignments} WHERE run_id = ?"),
-            (
-                *values.values(),
-                run_id,
-            ),
+            (*values.values(), run_id),
         )
         if found == 0:
             raise RunNotFound(run_id)
         yield NOTIFY, ()
         return
-    thread = yield LOCK_THREAD_OF_RUN, (run_id,)
-    tail = yield (
-        Fetch(f"UPDATE runs SET {assignments} WHERE run_id = ?{_TAIL}"),
-        (
-            *values.values(),
-            run_id,
-        ),
+    # Closing: the thread's row locked (and its summary compared with the new one), the
+    # run closed and sealed in one UPDATE, the thread's chain and summary in another.
+    thread = yield LOCK_THREAD_TO_CLOSE, (text, run_id)
+    if not thread:  # no thread (the run is unknown, or an import brought it alone)
+        if text is not None:
+            yield SUMMARY_OF_RUN, (text, run_id, text)
+        tail = yield (
+            Fetch(f"UPDATE runs SET {assignments} WHERE run_id = ?{_TAIL}"),
+            (*values.values(), run_id),
+        )
+        if not tail:
+            raise RunNotFound(run_id)
+        yield NOTIFY, ()
+        return
+    thread_id, thread_head, sealed, same = thread[0]
+    number = int(sealed) + 1
+    sealing = Fetch(
+        f"UPDATE runs SET {assignments}, head = COALESCE(head, (SELECT hash FROM events "
+        "WHERE events.run_id = runs.run_id ORDER BY seq DESC LIMIT 1), ?), "
+        "seal = COALESCE(seal, ?) WHERE run_id = ? RETURNING head, seal"
     )
+    params = (*values.values(), chain.run_genesis(thread_id, run_id), number, run_id)
+    tail = yield sealing, params
     if not tail:
         raise RunNotFound(run_id)
-    if thread:
-        yield from seal(run_id, thread[0], tail[0])
+    head, seal_number = tail[0]
+    # A run sealed already keeps its place in the chain: it had a number below this one.
+    newly = seal_number is not None and int(seal_number) == number
+    renamed = text is not None and not same
+    if newly:
+        previous = (
+            bytes(thread_head) if thread_head is not None else chain.thread_genesis(thread_id)
+        )
+        link = chain.run_link(previous, run_id, bytes(head))
+        if renamed:
+            yield SEAL_THREAD_SUMMARY, (link, number, text, thread_id)
+        else:
+            yield SEAL_THREAD, (link, number, thread_id)
+    elif renamed:
+        yield SET_SUMMARY, (text, thread_id)
     yield NOTIFY, ()
+
+
+# Closing a run on PostgreSQL in one statement, outside any transaction (one round trip
+# instead of five): the thread's row locked (``t``), the run closed and sealed (``r``,
+# reading ``t``: the thread's row is locked before the run's), the thread's chain and
+# summary (``u``), the notification. The hashes are ``recorder.store.chain``'s, computed
+# by the database from the same bytes (lengths as 4-byte big-endian, ids as UTF-8):
+# ``run_genesis`` for a run without events, ``run_link`` from the thread's head (or
+# ``thread_genesis``). No thread row: nothing is done, and the caller closes the run in
+# a transaction of its own (``set_status``).
+_UTF8_ID = "int4send(octet_length(convert_to({0}, 'UTF8'))) || convert_to({0}, 'UTF8')"
+_CLOSE_ALONE = (
+    "WITH t AS (SELECT thread_id, head, sealed, summary = ? AS same FROM threads "
+    "WHERE thread_id = (SELECT thread_id FROM runs WHERE run_id = ?) FOR UPDATE), "
+    "r AS (UPDATE runs SET {assignments}, head = COALESCE(runs.head, (SELECT hash FROM events "
+    "WHERE events.run_id = runs.run_id ORDER BY seq DESC LIMIT 1), "
+    f"sha256(?::bytea || {_UTF8_ID.format('t.thread_id')} || ?::bytea)), "
+    "seal = COALESCE(runs.seal, t.sealed + 1) FROM t WHERE runs.run_id = ? "
+    "RETURNING runs.head AS head, runs.seal = t.sealed + 1 AS newly, t.sealed + 1 AS number, "
+    "t.head AS previous, t.thread_id AS thread_id, t.same AS same), "
+    "u AS (UPDATE threads SET "
+    "head = CASE WHEN r.newly THEN sha256(COALESCE(r.previous, "
+    f"sha256(?::bytea || {_UTF8_ID.format('r.thread_id')})) || ?::bytea || r.head) "
+    "ELSE threads.head END, "
+    "sealed = CASE WHEN r.newly THEN r.number ELSE threads.sealed END, "
+    "summary = CASE WHEN ?::text IS NOT NULL AND r.same IS NOT TRUE THEN ?::text "
+    "ELSE threads.summary END "
+    "FROM r WHERE threads.thread_id = r.thread_id "
+    "AND (r.newly OR (?::text IS NOT NULL AND r.same IS NOT TRUE)) RETURNING 1) "
+    "SELECT (SELECT count(*) FROM r), (SELECT count(*) FROM u), "
+    "pg_notify('recorder_events', '')"
+)
+
+
+def close_alone(
+    run_id: str,
+    status: str,
+    outcome: str | None,
+    error: str | None,
+    violations: list[dict[str, object]] | None,
+    summary: str | None,
+) -> Body[bool]:
+    """Close a run in one statement (PostgreSQL, outside a transaction); False when it did
+    nothing because the run has no thread row (or is unknown): ``set_status`` then."""
+    values = _status_values(status, outcome, error, violations)
+    assignments = ", ".join(f"{column} = ?" for column in values)
+    text = None if summary is None else _without_nul(summary)
+    run_text = chain.text(run_id)
+    params = (
+        text,
+        run_id,
+        *values.values(),
+        chain.RUN_PREFIX,
+        run_text,
+        run_id,
+        chain.THREAD_PREFIX,
+        run_text,
+        text,
+        text,
+        text,
+    )
+    ((closed, _sealed, _notified),) = yield (
+        Fetch(_CLOSE_ALONE.format(assignments=assignments)),
+        params,
+    )
+    return int(closed) > 0
 
 
 def seal(run_id: str, thread: Sequence[Any], tail: Sequence[Any]) -> Body[None]:

@@ -98,6 +98,47 @@ async def test_concurrent_starts_migrate_once(pg_url: str) -> None:
             await s.close()
 
 
+async def test_downgrading_deltas_puts_inputs_back_whole(db_url: str) -> None:
+    """Inputs kept as deltas (0007) come back whole below it, and again after upgrading."""
+    from sqlalchemy import text
+
+    from recorder.store import NewRun, open_store
+
+    def posted(turn: int) -> bytes:
+        history = b",".join(b'{"id":"m%d","c":"%s"}' % (i, b"word " * 30) for i in range(turn + 9))
+        return b'{"runId":"r%d","messages":[%s]}' % (turn, history)
+
+    store = await open_store(db_url, migrate=True)
+    try:
+        for turn in range(5):
+            parent = f"r{turn - 1}" if turn else None
+            await store.create_run(
+                NewRun(f"r{turn}", "t", input=posted(turn), parent_run_id=parent)
+            )
+    finally:
+        await store.close()
+    engine = create_async_engine(db_url)
+    try:
+        async with engine.connect() as conn:
+            bases = (await conn.execute(text("SELECT count(base) FROM run_inputs"))).scalar()
+            assert bases == 4
+        async with engine.begin() as conn:
+            await conn.run_sync(lambda sync: command.downgrade(alembic_config(sync), "0006_access"))
+        async with engine.connect() as conn:
+            rows = (await conn.execute(text("SELECT run_id, input, root FROM run_inputs"))).all()
+            whole = {run_id: bytes(kept) for run_id, kept, root in rows if root is None}
+            assert whole == {f"r{turn}": posted(turn) for turn in range(1, 5)}
+        await upgrade(engine)
+    finally:
+        await engine.dispose()
+    store = await open_store(db_url)
+    try:
+        for turn in range(5):
+            assert (await store.get_run(f"r{turn}")).input == posted(turn)
+    finally:
+        await store.close()
+
+
 async def test_downgrading_storage_puts_chunked_inputs_back_whole(db_url: str) -> None:
     from sqlalchemy import text
 

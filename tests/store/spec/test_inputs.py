@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from recorder.store import EventStore, NewRun, open_store
-from recorder.store.inputs import INLINE_BELOW, build, leaves, reassemble
+from recorder.store.inputs import CHAIN, INLINE_BELOW, build, delta, leaves, patch, reassemble
 from recorder.timetravel.transfer import export_lines, import_lines
 from tests.store.spec.conftest import MEMORY, shared_database
 
@@ -235,3 +235,148 @@ async def test_runs_sharing_chunks_created_at_once_all_land_whole(
                 assert (await other.get_run(f"c{n}")).input == posted(n)
         finally:
             await other.close()
+
+
+def _related(seed: int, size: int) -> tuple[bytes, bytes]:
+    """Two inputs alike as a parent's and its child's are: the second the first with
+    stretches changed, moved, inserted and deleted (of text that repeats, as chat does)."""
+    rng = random.Random(seed)
+    words = [b"alpha", b"beta", b"gamma", b"delta", b"river", b"stone", b"},{", b'"id":']
+    first = b" ".join(rng.choice(words) for _ in range(size))
+    second = bytearray(first)
+    for _ in range(rng.randint(0, 6)):
+        at = rng.randrange(len(second) + 1)
+        kind = rng.randrange(4)
+        if kind == 0:
+            second[at:at] = b" ".join(rng.choice(words) for _ in range(rng.randint(1, 80)))
+        elif kind == 1:
+            del second[at : at + rng.randint(1, 400)]
+        elif kind == 2:
+            second[at : at + 10] = bytes(rng.randrange(256) for _ in range(rng.randint(0, 20)))
+        else:
+            piece = bytes(second[at : at + rng.randint(1, 300)])
+            second[rng.randrange(len(second) + 1) : 0] = piece
+    return first, bytes(second)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    seed=st.integers(0, 2**32),
+    size=st.integers(0, 3000),
+    raw=st.tuples(st.binary(max_size=2000), st.binary(max_size=2000)),
+)
+def test_a_delta_rebuilds_any_bytes_from_any_base(
+    seed: int, size: int, raw: tuple[bytes, bytes]
+) -> None:
+    for base, data in (_related(seed, size), raw, (raw[0], raw[0] + raw[1])):
+        changes = delta(base, data)
+        if changes is not None:
+            assert patch(base, changes) == data
+
+
+def test_a_delta_holds_what_changed_not_the_history() -> None:
+    rng = random.Random(3)
+    words = ["alpha", "beta", "gamma", "delta", "river", "stone", "cloud", "seven"]
+    history = [
+        {"id": f"m{i}", "role": "user", "content": " ".join(rng.choices(words, k=30))}
+        for i in range(2000)
+    ]
+    before = orjson.dumps({"runId": "r1", "state": {"n": 1}, "messages": history})
+    history.append({"id": "new", "role": "assistant", "content": "a reply"})
+    after = orjson.dumps({"runId": "r2", "state": {"n": 2}, "messages": history})
+    changes = delta(before, after)
+    assert changes is not None
+    assert len(changes) < 200 < len(after) // 1000
+    assert patch(before, changes) == after
+    assert delta(before, bytes(reversed(after))) is None  # nothing in common: no delta
+
+
+async def _input_rows(store: EventStore, thread_id: str) -> dict[str, tuple[Any, Any]]:
+    """Each run's ``(root, base)`` as kept."""
+    from recorder.store.sql import SqlStore
+    from recorder.store.statements import Fetch
+
+    assert isinstance(store, SqlStore)
+
+    def body() -> Any:
+        rows = yield (
+            Fetch(
+                "SELECT i.run_id, i.root, i.base FROM run_inputs i JOIN runs r "
+                "ON r.run_id = i.run_id WHERE r.thread_id = ?"
+            ),
+            (thread_id,),
+        )
+        return {str(run_id): (root, base) for run_id, root, base in rows}
+
+    found: dict[str, tuple[Any, Any]] = await store.database.read(body)
+    return found
+
+
+def _turn(turn: int, thread_id: str = "d") -> bytes:
+    history = [
+        {"id": f"u{i}", "role": "user", "content": f"turn {i} " * 20} for i in range(turn + 8)
+    ]
+    return orjson.dumps({"threadId": thread_id, "runId": f"r{turn}", "messages": history})
+
+
+async def test_a_thread_keeps_deltas_at_most_a_chain_long(store: EventStore, spec_url: str) -> None:
+    """Each input a delta from the one before, and a tree again every ``CHAIN`` runs: none
+    is rebuilt from more than ``CHAIN`` rows."""
+    runs = 2 * CHAIN + 5
+    for turn in range(runs):
+        parent = f"r{turn - 1}" if turn else None
+        await store.create_run(NewRun(f"r{turn}", "d", input=_turn(turn), parent_run_id=parent))
+    kept = await _input_rows(store, "d")
+    assert sum(base is not None for _root, base in kept.values()) >= runs - 3
+    for turn in range(runs):
+        steps, current = 0, f"r{turn}"
+        while kept[current][1] is not None:
+            assert kept[current][1] == f"r{turn - steps - 1}"
+            current, steps = kept[current][1], steps + 1
+        assert steps < CHAIN
+        assert kept[current][0] is not None  # a tree at the chain's end
+    stores = [store]
+    if shared_database(spec_url):
+        stores.append(await open_store(spec_url))  # from the tables alone
+    try:
+        for reader in stores:
+            for turn in range(runs):
+                assert (await reader.get_run(f"r{turn}")).input == _turn(turn)
+            listed = await reader.list_runs("d", inputs=True)
+            assert [run.input for run in listed] == [_turn(turn) for turn in range(runs)]
+            assert [run.input for run in await reader.lineage(f"r{runs - 1}")] == [
+                _turn(turn) for turn in range(runs)
+            ]
+    finally:
+        if len(stores) > 1:
+            await stores[1].close()
+
+
+async def test_a_delta_whose_base_is_gone_is_kept_as_a_tree(
+    store: EventStore, spec_url: str
+) -> None:
+    """The base a store remembers may have been purged since (by this store or another
+    process), even its id used again for other bytes: the next input is kept whole."""
+    from recorder.store import PurgeSelection
+
+    await store.create_run(NewRun("r0", "p", input=_turn(0, "p")))
+    await store.set_status("r0", "finished")
+    await store.purge(PurgeSelection(thread_ids=("p",)), actor="test", reason=None)
+    await store.create_run(NewRun("r1", "p", input=_turn(1, "p"), parent_run_id="r0"))
+    assert (await store.get_run("r1")).input == _turn(1, "p")
+    assert (await _input_rows(store, "p"))["r1"][1] is None
+    if not shared_database(spec_url):
+        return
+    # Another process purges r1 and uses its id again in the same thread, for other bytes:
+    # this store still remembers the first r1.
+    await store.set_status("r1", "finished")
+    elsewhere = await open_store(spec_url)
+    other = orjson.dumps({"threadId": "p", "runId": "r1", "messages": ["other " * 300]})
+    try:
+        await elsewhere.purge(PurgeSelection(thread_ids=("p",)), actor="test", reason=None)
+        await elsewhere.create_run(NewRun("r1", "p", input=other))
+    finally:
+        await elsewhere.close()
+    await store.create_run(NewRun("r2", "p", input=_turn(2, "p"), parent_run_id="r1"))
+    assert (await store.get_run("r2")).input == _turn(2, "p")
+    assert (await store.get_run("r1")).input == other

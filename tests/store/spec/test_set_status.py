@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import time
+from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 
 from recorder.errors import InputError, RunNotFound
-from recorder.store import EventStore, NewRun
+from recorder.store import EventStore, NewRun, open_store
 from recorder.store.model import STATUSES, TERMINAL
+from tests.conftest import create_pg_database, drop_pg_database, pg_available, require
 
 
 @pytest.mark.parametrize("status", sorted(TERMINAL))
@@ -87,3 +90,67 @@ async def test_unknown_status_is_rejected(store: EventStore) -> None:
         await store.set_status("r1", "done")
     assert (await store.get_run("r1")).status == "running"
     assert "done" not in STATUSES
+
+
+async def test_a_summary_is_kept_until_a_close_brings_another(store: EventStore) -> None:
+    """Each close may bring the thread's summary: the same one leaves it as it is, another
+    replaces it, none keeps it; so does a status that is not an end, and a run closed again."""
+    long = "a long conversation " * 1500  # past PostgreSQL's inline size: kept in TOAST
+    for number, summary in enumerate([long, long, None, long + "more", None]):
+        await store.create_run(NewRun(f"r{number}", "t1"))
+        await store.set_status(f"r{number}", "finished", summary=summary)
+    assert (await store.get_thread("t1")).summary == long + "more"
+    await store.set_status("r4", "running", summary="running again")
+    assert (await store.get_thread("t1")).summary == "running again"
+    await store.set_status("r4", "running", summary="running again")
+    await store.set_status("r4", "finished", summary=long)  # closed again: not re-sealed
+    assert (await store.get_thread("t1")).summary == long
+    assert (await store.verify_chains(["t1"])).ok
+
+
+@pytest.fixture
+async def pg_store() -> AsyncIterator[EventStore]:
+    require(pg_available(), "PostgreSQL at 127.0.0.1:5432")
+    url = await create_pg_database()
+    store = await open_store(url, migrate=True)
+    try:
+        yield store
+    finally:
+        await store.close()
+        await drop_pg_database(url)
+
+
+@pytest.mark.postgres
+async def test_an_unchanged_summary_leaves_no_dead_copy(pg_store: EventStore) -> None:
+    """On PostgreSQL, closing runs with the summary the thread has already adds nothing
+    to the thread's TOAST table (a rewritten long summary would leave a dead copy each)."""
+    long = "".join(f"word{i} " for i in range(6000))  # ~50 KB, barely compressible
+    await pg_store.create_run(NewRun("r0", "t1"))
+    await pg_store.set_status("r0", "finished", summary=long)
+    before = await _toast_bytes(pg_store)
+    for number in range(1, 6):
+        await pg_store.create_run(NewRun(f"r{number}", "t1"))
+        await pg_store.set_status(f"r{number}", "finished", summary=long)
+    assert await _toast_bytes(pg_store) == before > 0
+    await pg_store.create_run(NewRun("r6", "t1"))
+    await pg_store.set_status("r6", "finished", summary=long + "!")
+    assert await _toast_bytes(pg_store) > before
+
+
+async def _toast_bytes(store: EventStore) -> int:
+    """The bytes of the threads table's TOAST, dead rows included (until vacuumed)."""
+    from recorder.store.sql import SqlStore
+    from recorder.store.statements import Fetch
+
+    assert isinstance(store, SqlStore)
+
+    def body() -> Any:
+        ((name,),) = yield (
+            Fetch("SELECT reltoastrelid::regclass::text FROM pg_class WHERE relname = 'threads'"),
+            (),
+        )
+        ((size,),) = yield Fetch(f"SELECT pg_relation_size('{name}')"), ()
+        return int(size)
+
+    count: int = await store.database.read(body)
+    return count
