@@ -228,30 +228,40 @@ def append_batches(
     redacted: list[tuple[Any, ...]] = []
     results: list[list[Appended]] = []
     heads: dict[str, bytes] = {}  # a run's last hash, for its next batch in this call
+    sha256, seq_bytes, types = chain.sha256, chain.SEQ_BYTES, chain.STORED_TYPES
     for run_id, events in batches:
-        found = yield CLAIM, (len(events), now, run_id, len(events))
+        count = len(events)
+        found = yield CLAIM, (count, now, run_id, count)
         row = found[0] if found else None
-        thread_id, first_seq = _claimed(run_id, len(events), row)
+        thread_id, first_seq = _claimed(run_id, count, row)
         previous = heads.get(run_id) or _previous(thread_id, run_id, first_seq, row)
-        seqs = range(first_seq, first_seq + len(events))
-        positions = range(position + 1, position + 1 + len(events))
-        typed = [(_typed(kind), payload) for payload, kind, *_ in events]
-        hashes = chain.event_links(previous, first_seq, typed)
-        if hashes:
-            heads[run_id] = hashes[-1]
-        rows += [
-            (at, thread_id, run_id, seq, kind, payload, now if when is None else when, how, h)
-            for at, seq, (kind, payload), (_, _, how, when, _), h in zip(
-                positions, seqs, typed, events, hashes, strict=True
+        seq = first_seq
+        # One pass per event: its type as stored, its link of the chain, its row.
+        for payload, kind, origin, when, redaction in events:
+            stored, tail = types.get(kind) or chain.stored_type(kind)
+            position += 1
+            previous = sha256(previous + seq_bytes(seq) + tail + payload).digest()
+            rows.append(
+                (
+                    position,
+                    thread_id,
+                    run_id,
+                    seq,
+                    stored,
+                    payload,
+                    now if when is None else when,
+                    origin,
+                    previous,
+                )
             )
-        ]
-        redacted += [
-            _redaction_row(run_id, seq, event.redacted, now)
-            for seq, event in zip(seqs, events, strict=True)
-            if event.redacted is not None
-        ]
+            if redaction is not None:
+                redacted.append(_redaction_row(run_id, seq, redaction, now))
+            seq += 1
+        if count:
+            heads[run_id] = previous
+        positions = range(position - count + 1, position + 1)
+        seqs = range(first_seq, seq)
         results.append(list(map(Appended._make, zip(seqs, positions, strict=True))))
-        position += len(events)
     if rows:
         yield INSERT_EVENTS, rows
         for row in redacted:
@@ -412,11 +422,6 @@ def _status_values(
     if violations is not None:
         values["violations"] = orjson.dumps(violations).decode()  # escapes NUL as \u0000
     return values
-
-
-def _typed(kind: str | None) -> str | None:
-    # Called once per appended event: the common case is one comparison.
-    return kind if kind is None or "\x00" not in kind else kind.replace("\x00", "")
 
 
 def _without_nul(text: str) -> str:
