@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 import orjson
@@ -35,12 +36,12 @@ from recorder.store.model import (
     Redacted,
     Run,
 )
-from recorder.store.reads import MAX_POSITION
 from recorder.store.statements import (
     APPEND_LOCK,
     INSERT_EVENTS,
     NOTIFY,
     Body,
+    EventBlock,
     Execute,
     Fetch,
 )
@@ -72,6 +73,9 @@ CLAIM = Fetch(
     "RETURNING thread_id, event_count, status, (SELECT hash FROM events "
     "WHERE events.run_id = runs.run_id AND events.seq = runs.event_count - ? - 1)"
 )
+# An append's first claim also reads the highest position (under the append lock), which
+# spares a statement (a round trip, on PostgreSQL).
+CLAIM_FIRST = Fetch(CLAIM.sql + ", (SELECT max(position) FROM events)")
 # Closing a run seals it into its thread's chain. The thread's row is locked first (the
 # lock order above), then the run's row is read with its last hash.
 LOCK_THREAD_OF_RUN = Fetch(
@@ -219,55 +223,80 @@ def append_batches(
     batches: Sequence[tuple[str, Sequence[NewEvent]]],
 ) -> Body[list[list[Appended]]]:
     # Under the append lock, the positions handed out here are contiguous and increase
-    # in commit order.
+    # in commit order. The first claim also reads the highest position taken.
     yield APPEND_LOCK, ()
-    ((max_position,),) = yield MAX_POSITION, ()
-    position = int(max_position or 0)
+    position = 0
+    claim = CLAIM_FIRST
     now = time.time()
-    rows: list[tuple[Any, ...]] = []
+    blocks: list[EventBlock] = []
     redacted: list[tuple[Any, ...]] = []
     results: list[list[Appended]] = []
     heads: dict[str, bytes] = {}  # a run's last hash, for its next batch in this call
     sha256, seq_bytes, types = chain.sha256, chain.SEQ_BYTES, chain.STORED_TYPES
     for run_id, events in batches:
         count = len(events)
-        found = yield CLAIM, (count, now, run_id, count)
+        found = yield claim, (count, now, run_id, count)
         row = found[0] if found else None
         thread_id, first_seq = _claimed(run_id, count, row)
+        if claim is CLAIM_FIRST:
+            position, claim = int(row[4] or 0) if row is not None else 0, CLAIM
         previous = heads.get(run_id) or _previous(thread_id, run_id, first_seq, row)
-        seq = first_seq
-        # One pass per event: its type as stored, its link of the chain, its row.
+        first_position, seq = position + 1, first_seq
+        columns: list[Any] = []
+        at, source = -1.0, ""  # (no event has these: the first begins a block)
+        # One pass per event: its type as stored, its link of the chain, its columns;
+        # a new block where its time or origin differs from the event before.
         for payload, kind, origin, when, redaction in events:
             stored, tail = types.get(kind) or chain.stored_type(kind)
+            when = now if when is None else when
+            if when != at or origin != source:
+                if columns:
+                    blocks.append(
+                        EventBlock(
+                            first_position,
+                            thread_id,
+                            run_id,
+                            seq - len(columns) // 3,
+                            at,
+                            source,
+                            columns,
+                        )
+                    )
+                    first_position = position + 1
+                    columns = []
+                at, source = when, origin
             position += 1
             previous = sha256(previous + seq_bytes(seq) + tail + payload).digest()
-            rows.append(
-                (
-                    position,
-                    thread_id,
-                    run_id,
-                    seq,
-                    stored,
-                    payload,
-                    now if when is None else when,
-                    origin,
-                    previous,
-                )
-            )
+            columns += (stored, payload, previous)
             if redaction is not None:
                 redacted.append(_redaction_row(run_id, seq, redaction, now))
             seq += 1
+        if columns:
+            blocks.append(
+                EventBlock(
+                    first_position,
+                    thread_id,
+                    run_id,
+                    seq - len(columns) // 3,
+                    at,
+                    source,
+                    columns,
+                )
+            )
         if count:
             heads[run_id] = previous
-        positions = range(position - count + 1, position + 1)
         seqs = range(first_seq, seq)
-        results.append(list(map(Appended._make, zip(seqs, positions, strict=True))))
-    if rows:
-        yield INSERT_EVENTS, rows
+        positions = range(position - count + 1, position + 1)
+        results.append(list(map(_appended, zip(seqs, positions, strict=True))))
+    if blocks:
+        yield INSERT_EVENTS, blocks
         for row in redacted:
             yield INSERT_REDACTION, row
         yield NOTIFY, ()
     return results
+
+
+_appended = partial(tuple.__new__, Appended)  # an Appended from a (seq, position) pair
 
 
 def _redaction_row(run_id: str, seq: int, redacted: Redacted, now: float) -> tuple[Any, ...]:
