@@ -11,6 +11,7 @@ import time
 from typing import Any
 
 import httpx
+
 from bench.client import StreamError, new_client, read_stream, run_input, settled
 from bench.context import Context
 from bench.report import Row, at_least, at_most
