@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import operator
 import time
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
@@ -80,6 +81,9 @@ class Database(Protocol):
     async def close(self) -> None: ...
 
 
+_PAYLOAD = operator.itemgetter(0)  # a NewEvent's payload
+
+
 class SqlStore:
     """The ``EventStore`` on a SQL database (the contract is documented on the port)."""
 
@@ -122,7 +126,7 @@ class SqlStore:
         count = size = 0
         for _run_id, events in batches:
             count += len(events)
-            size += sum(len(event.payload) for event in events)
+            size += sum(map(len, map(_PAYLOAD, events)))  # (loops in C)
         result = await self._write(lambda: writes.append_batches(batches), count, size)
         self._wake.set()
         return result
