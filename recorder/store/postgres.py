@@ -1,8 +1,9 @@
-"""PostgreSQL (asyncpg): a table lock orders appends, COPY writes them, NOTIFY wakes tails.
+"""PostgreSQL (asyncpg): a table lock orders appends, arrays carry them, NOTIFY wakes tails.
 
 Bodies run on a pooled asyncpg connection, each statement awaited as the body asks for it
 (``drive``). A write transaction costs as few round trips as its statements allow: the
-append lock rides with BEGIN and the notification with COMMIT, and a connection goes back
+append lock rides with BEGIN and the notification with COMMIT, an append's events go in
+one INSERT per block (from three arrays: types, payloads, hashes), and a connection goes back
 to the pool without the driver's reset query (the store sets no session state, holds no
 advisory locks and never listens on a pooled connection).
 """

@@ -15,7 +15,8 @@ Who does what. A public method here opens the transaction (``Database.write`` or
 ``Database.read``, inside the one error boundary, ``errors.store_errors``); the body does
 the work. Each database owns its connections and how a transaction runs on them: where
 (loop or thread), its locks (PostgreSQL's append lock), how SQL is rendered (placeholders,
-``FOR UPDATE``), how events are inserted (``executemany`` or ``COPY``) and how other
+``FOR UPDATE``), how events are inserted (blocks of rows
+that share what they can, ``statements.EventBlock``) and how other
 processes hear of commits (``NOTIFY``). SQLAlchemy describes the schema for Alembic and
 parses URLs; no statement of the store goes through it.
 """
