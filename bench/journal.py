@@ -127,9 +127,11 @@ async def run(ctx: Context) -> list[Row]:
                 raise StreamError("the down recorder's journal holds nothing")
             # Two pairs, each interleaved within itself and measured apart from the other
             # (the down recorder's fsyncs must not land inside the on/off comparison).
-            for _ in range(ctx.plan.rounds):
+            for round_no in range(ctx.plan.rounds):
                 for pair in (("healthy", "off"), ("down", "healthy")):
-                    for path in pair:
+                    # Each in turn goes first: a recorder builds a closed run's checkpoints
+                    # behind it, on the CPUs the next measurement uses.
+                    for path in pair if round_no % 2 == 0 else pair[::-1]:
                         before, started = await journal(), time.perf_counter()
                         cpu_before = cpu_seconds(ctx, SERVERS[path])
                         rates = [await throughput(path) for _ in range(REQUESTS)]
@@ -146,7 +148,7 @@ async def run(ctx: Context) -> list[Row]:
                             per_commit.append(REQUESTS * expected / max(flushed, 1))
                     samples: dict[str, list[float]] = {path: [] for path in pair}
                     for _ in range(ctx.plan.ttfe_requests):
-                        for path in pair:
+                        for path in pair if round_no % 2 == 0 else pair[::-1]:
                             samples[path].append(await first_event(path))
                     for path in pair:
                         key = path if pair[0] != "down" or path == "down" else "base"
