@@ -10,6 +10,8 @@ import asyncio
 import time
 from typing import Any
 
+import httpx
+
 from bench.client import StreamError, new_client, read_stream, run_input, settled
 from bench.context import Context
 from bench.report import Row, at_least, at_most
@@ -30,6 +32,10 @@ async def run(ctx: Context) -> list[Row]:
     paths = tuple(path for path in targets if path != "pg2")
     rates: dict[str, list[float]] = {path: [] for path in paths}
     async with new_client() as client:
+        # The aggregates queue 200 requests on 16 connections: on a loaded machine the last
+        # ones wait past any fixed pool timeout, so a slot is waited for as long as it takes
+        # (every request still has its read timeout).
+        client.timeout = httpx.Timeout(120.0, connect=10.0, pool=None)
 
         async def measure(path: str) -> float:
             frames, _first, elapsed, run_id = await read_stream(

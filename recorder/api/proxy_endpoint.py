@@ -77,7 +77,17 @@ async def serve_run(
     send: Send,
     leg: AgentLeg | None = None,
 ) -> None:
-    """Read the posted run, record it through ``name``'s leg (or ``leg``), answer."""
+    """Read the posted run, record it through ``name``'s leg (or ``leg``), answer.
+
+    The head of a streamed answer goes out as soon as the agent's answer is known to be a
+    stream, before its first events are committed: the client reads it meanwhile."""
+    head_sent = False
+
+    async def streaming(run_id: str) -> None:
+        nonlocal head_sent
+        head_sent = True  # (tried: never a second head, whatever this send does)
+        await send({"type": "http.response.start", "status": 200, "headers": sse_head(run_id)})
+
     try:
         leg = leg or runtime.proxy.upstream(name)  # 404 before reading the body
         headers: Mapping[str, str] = Headers(scope=scope)
@@ -90,8 +100,12 @@ async def serve_run(
             return  # the client left before its request was read: nothing to do
         if limited is not None:
             await joinable_thread(runtime, limited, body)
-        result = await runtime.proxy.start(name, body, headers, leg=leg)
+        result = await runtime.proxy.start(name, body, headers, leg=leg, streaming=streaming)
     except Exception as exc:
+        if head_sent:  # (nothing raises past the head but a cancellation: never seen)
+            internal_error(exc, "POST", scope["path"])
+            await send({"type": "http.response.body", "body": b""})
+            return
         status = status_for(exc)
         if isinstance(exc, RecursionError):
             status, answer = 422, {"detail": TOO_DEEP}
@@ -104,7 +118,7 @@ async def serve_run(
     if isinstance(result, Relay):
         await send_whole(send, result.status, result.body, result.content_type, _RELAY_HEAD)
     else:
-        await stream(receive, send, result, runtime.settings.client_write_timeout)
+        await stream(receive, send, result, runtime.settings.client_write_timeout, head_sent)
 
 
 def check_run_token(
@@ -167,15 +181,26 @@ async def send_whole(
     await send({"type": "http.response.body", "body": body})
 
 
-async def stream(receive: Receive, send: Send, result: Stream, write_timeout: float = 60) -> None:
+def sse_head(run_id: str) -> list[tuple[bytes, bytes]]:
+    """The head of a streamed answer: the SSE headers and the run's id."""
+    return [*_SSE_HEAD, (b"x-recorder-run-id", header_value(run_id))]
+
+
+async def stream(
+    receive: Receive,
+    send: Send,
+    result: Stream,
+    write_timeout: float = 60,
+    head_sent: bool = False,
+) -> None:
     """Send the run's chunks as they come. A client that leaves closes the chunk iterator
     at once (the recording notices and carries on without it), even while no chunk is due.
 
     A client that takes more than ``write_timeout`` seconds to take one chunk (it reads
     slowly, or not at all) is dropped as if it had left: the run goes on recorded to its
     end, and gives its slot back then. One timer per quarter of the timeout checks the
-    send in progress, rather than a timeout around each send (a cost per event)."""
-    headers = [*_SSE_HEAD, (b"x-recorder-run-id", header_value(result.run_id))]
+    send in progress, rather than a timeout around each send (a cost per event).
+    ``head_sent``: the head went out already (``serve_run``)."""
     task = asyncio.current_task()
     state = {"streaming": True, "left": False}
     loop = asyncio.get_running_loop()
@@ -200,7 +225,10 @@ async def stream(receive: Receive, send: Send, result: Stream, write_timeout: fl
 
     watcher = asyncio.create_task(watch())
     try:
-        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        if not head_sent:
+            await send(
+                {"type": "http.response.start", "status": 200, "headers": sse_head(result.run_id)}
+            )
         sending[0] = 0.0
         async for chunk in result.chunks:
             sending[0] = loop.time()

@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -113,10 +113,15 @@ class Proxy:
         parent: tuple[str, int | None] | None = None,
         leg: AgentLeg | None = None,
         new_thread: bool = False,
+        streaming: Callable[[str], Awaitable[None]] | None = None,
     ) -> Relay | Stream:
         """Begin a proxied run. ``parent`` (run id, seq) is set by forks, and
         ``new_thread`` by those that must start their thread; ``leg`` reaches the agent
-        another way than its name says (an in-process app, with this request's own scope)."""
+        another way than its name says (an in-process app, with this request's own scope).
+
+        ``streaming(run_id)`` is awaited as soon as the agent's answer is known to be an
+        event stream, before its first events are recorded: a caller can send the head of
+        its answer then, which the client reads while they are committed."""
         leg = leg or self.upstream(agent)
         posted = parse_run_input(body, self.settings.max_body_bytes)
         if self._slots.locked():
@@ -128,7 +133,7 @@ class Proxy:
         try:
             run, stored = await self._create_run(agent, posted, body, parent, new_thread)
             watch = self.observer.run(agent, run.run_id, posted)
-            return await self._open(leg, run, body, stored, headers, watch)
+            return await self._open(leg, run, body, stored, headers, watch, streaming)
         finally:
             # A recording registers itself once its task exists, and gives the slot back
             # when it ends; anything else gives it back here.
@@ -227,6 +232,7 @@ class Proxy:
         stored: dict[str, Any],
         headers: Mapping[str, str],
         watch: RunWatch,
+        streaming: Callable[[str], Awaitable[None]] | None = None,
     ) -> Relay | Stream:
         """Post ``body`` (as the client sent it) to the agent; ``stored`` is the input as
         recorded (redacted), whose messages begin the thread's searchable text."""
@@ -247,6 +253,15 @@ class Proxy:
             await self._fail_early(run, error, "upstream_bad_content_type", watch)
             return Relay(502, orjson.dumps({"detail": error}), "application/json")
         recording = RunRecording(self, run, response, message_texts(stored), watch)
+        if streaming is not None:
+            try:
+                await streaming(run.run_id)
+            except BaseException:
+                # Begun all the same, as for a client that left: the recording outlives
+                # its client, and gives the run's slot back when it ends.
+                await recording.begin()
+                recording.output.leave()
+                raise
         await recording.begin()
         return Stream(run.run_id, recording.output.chunks(), recording.output.leave)
 

@@ -62,7 +62,7 @@ from recorder.proxy.segments import (
 from recorder.redaction import Redactor
 from recorder.store import EventStore, NewEvent, NewRun
 from recorder.telemetry import RunEnd, RunWatch
-from recorder.wire.sse import Frame, FrameTooLarge, encode_frame
+from recorder.wire.sse import Frame, FrameTooLarge, encode_frame, encode_frames
 
 FIRST_WAIT = 0.05  # seconds the first events are awaited on the request's own task
 
@@ -230,23 +230,28 @@ class RunRecording:
             self._silent = False
             self._watch.first_event()
         runs = self._runs
+        summary = runs.summary
         limit = self._settings.max_events_per_run
         parts: list[_Part] = []
+        segment = runs.current
+        part = _Part(segment, segment.next_seq)
         for frame in frames:
-            data = frame.data
-            segment = runs.current
+            data = frame[0]
             if segment.phase is not SegmentPhase.OPEN and b"RUN_STARTED" in data:
                 segment = await runs.next_run(data)
-            if not parts or parts[-1].segment is not segment:
-                parts.append(_Part(segment))
+            if part.segment is not segment:
+                if part.events:
+                    parts.append(part)
+                part = _Part(segment, segment.next_seq)
             if segment.next_seq >= limit:
+                parts.append(part)
                 await self._commit_and_forward(parts)
                 await self._close_with(f"the run exceeded {limit} events", "limit_exceeded")
                 return False
-            part = parts[-1]
-            part.events.append(segment.observe(data, runs.summary))
-            part.frames.append(encode_frame(data, segment.next_seq))
+            part.events.append(segment.observe(data, summary))
+            part.datas.append(data)
             segment.next_seq += 1
+        parts.append(part)
         return await self._commit_and_forward(parts)
 
     async def _commit_and_forward(self, parts: list[_Part]) -> bool:
@@ -254,7 +259,7 @@ class RunRecording:
         for part in parts:
             if not part.events:
                 continue
-            out = b"".join(part.frames)
+            out = encode_frames(part.datas, part.first_seq)
             if buffered:
                 await self.output.put(out)
             stored = await self._commits.append(part.segment.run_id, part.events)
@@ -286,11 +291,12 @@ class RunRecording:
 
 @dataclass(slots=True)
 class _Part:
-    """The frames of one batch that belong to one run."""
+    """The frames of one batch that belong to one run (from its seq ``first_seq`` on)."""
 
     segment: Segment
+    first_seq: int
     events: list[NewEvent] = field(default_factory=list)
-    frames: list[bytes] = field(default_factory=list)
+    datas: list[bytes] = field(default_factory=list)
 
 
 class _Commits:

@@ -90,25 +90,38 @@ class Segment:
         """The frame ``data`` (the next of this run) as an event to record; a terminal event
         ends the run, a lifecycle violation is noted, text goes to ``summary``."""
         self.size += len(data)
-        obj = decode(data)
-        violation = self.check.feed(obj if obj is not None else data)
-        if violation is not None:
-            self.problems.append({"seq": self.next_seq, "message": violation.message})
+        try:
+            obj = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            obj = decode(data)  # what the reference client still reads, or None
+        if type(obj) is not dict:
+            obj = None
         redactor = summary.redactor
         if obj is None:
+            self._check(data)
             if redactor is None:
                 return NewEvent(data, None)
             result, _ = redactor.event(None, None, data)
             return NewEvent(result.payload, None, redacted=_redacted(result.fired, result.mac))
         kind = obj.get("type")
-        kind = kind if isinstance(kind, str) else None
+        if type(kind) is not str:
+            kind = None
         event = NewEvent(data, kind)
+        stored = obj  # the event as recorded (what the summary keeps)
+        # Redaction first: the check strips what the schema does not describe from the
+        # object it is given, and what it strips is stored all the same.
         if redactor is not None and not redactor.quiet(kind, obj):
-            result, stored = redactor.event(kind, obj, data)
-            if result.fired and stored is not None:
-                obj = stored  # (what the summary keeps, too)
+            result, redacted = redactor.event(kind, obj, data)
+            if result.fired and redacted is not None:
+                stored = redacted
                 event = NewEvent(result.payload, kind, redacted=Redacted(result.fired, result.mac))
-        if kind == "RUN_FINISHED":
+        self._check(obj)
+        if kind == "TEXT_MESSAGE_CONTENT" or kind == "TEXT_MESSAGE_CHUNK":
+            delta = stored.get("delta")
+            if type(delta) is str and summary.size < SUMMARY_LIMIT:
+                summary.parts.append(delta)
+                summary.size += len(delta)
+        elif kind == "RUN_FINISHED":
             self.phase = SegmentPhase.ENDED
             outcome = obj.get("outcome")
             self.outcome = (
@@ -119,13 +132,13 @@ class Segment:
         elif kind == "RUN_ERROR":
             self.phase = SegmentPhase.ENDED
             self.outcome = "error"
-            self.error = well_formed(str(obj.get("message", "")))
-        elif kind in ("TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_CHUNK"):
-            delta = obj.get("delta")
-            if isinstance(delta, str) and summary.size < SUMMARY_LIMIT:
-                summary.parts.append(delta)
-                summary.size += len(delta)
+            self.error = well_formed(str(stored.get("message", "")))
         return event
+
+    def _check(self, frame: dict[str, Any] | bytes) -> None:
+        violation = self.check.feed(frame)
+        if violation is not None:
+            self.problems.append({"seq": self.next_seq, "message": violation.message})
 
     def end_with(self, message: str, code: str) -> tuple[NewEvent, bytes] | None:
         """End an OPEN run with a RUN_ERROR of the recorder's: the event to record and the

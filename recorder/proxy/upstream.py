@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import ssl
 import time
 import zlib
@@ -53,6 +54,7 @@ class _Target:
     path: str
 
 
+@functools.lru_cache(maxsize=256)  # an agent's URL, parsed once rather than per request
 def _target(url: str) -> _Target:
     parts = urlsplit(url)
     scheme = parts.scheme.lower()

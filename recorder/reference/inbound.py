@@ -51,8 +51,11 @@ class Inbound:
         index = self._frames
         self._frames += 1
         self._frame = frame
-        if type(frame) is not bytes and isinstance(frame, Mapping):
-            event: Any = frame if type(frame) is dict else dict(frame)
+        event: Any
+        if type(frame) is dict:  # (the proxy's case: a frame it parsed already)
+            event = frame
+        elif type(frame) is not bytes and isinstance(frame, Mapping):
+            event = dict(frame)
         else:
             try:
                 event = orjson.loads(frame)

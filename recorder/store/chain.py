@@ -81,6 +81,23 @@ def event_links(
 
 _SEQ = struct.Struct(">q")
 _TYPE_TAILS: dict[str | None, bytes] = {None: struct.pack(">i", -1)}
+SEQ_BYTES = _SEQ.pack  # a seq as it is hashed
+sha256 = _sha256
+
+
+def stored_type(kind: str | None) -> tuple[str | None, bytes]:
+    """The type as stored (a NUL character dropped) and as hashed after the seq: for a
+    writer that chains events itself, one dict lookup per event (``STORED_TYPES``)."""
+    found = STORED_TYPES.get(kind)
+    if found is None:
+        stored = kind if kind is None or "\x00" not in kind else kind.replace("\x00", "")
+        found = (stored, _TYPE_TAILS.get(stored) or _type_tail(stored))
+        if len(STORED_TYPES) < 4096:  # types come from agents: keep the cache bounded
+            STORED_TYPES[kind] = found
+    return found
+
+
+STORED_TYPES: dict[str | None, tuple[str | None, bytes]] = {}
 
 
 def _type_tail(kind: str | None) -> bytes:

@@ -1,8 +1,9 @@
-"""PostgreSQL (asyncpg): a table lock orders appends, COPY writes them, NOTIFY wakes tails.
+"""PostgreSQL (asyncpg): a table lock orders appends, arrays carry them, NOTIFY wakes tails.
 
 Bodies run on a pooled asyncpg connection, each statement awaited as the body asks for it
 (``drive``). A write transaction costs as few round trips as its statements allow: the
-append lock rides with BEGIN and the notification with COMMIT, and a connection goes back
+append lock rides with BEGIN and the notification with COMMIT, an append's events go in
+one INSERT per block (from three arrays: types, payloads, hashes), and a connection goes back
 to the pool without the driver's reset query (the store sets no session state, holds no
 advisory locks and never listens on a pooled connection).
 """
@@ -241,8 +242,23 @@ async def _fetch_events(conn: _Connection, statement: Any, params: Any) -> list[
     return rows
 
 
-async def _insert_events(conn: _Connection, statement: Any, rows: Any) -> None:
-    await conn.copy_records_to_table("events", records=rows, columns=_COLUMNS)
+async def _insert_events(conn: _Connection, statement: Any, blocks: Any) -> None:
+    # One statement per block, its varying columns as three arrays: a round trip each,
+    # where COPY takes two (and an insert per row, many).
+    for block in blocks:
+        columns = block.columns
+        await conn.execute(
+            _INSERT_BLOCK,
+            block.position,
+            block.thread_id,
+            block.run_id,
+            block.seq,
+            block.recorded_at,
+            block.origin,
+            columns[0::3],
+            columns[1::3],
+            columns[2::3],
+        )
 
 
 async def _sanction(conn: _Connection, statement: Any, params: Any) -> None:
@@ -265,7 +281,12 @@ _PERFORM: dict[type, Callable[[_Connection, Any, Any], Any]] = {
     AppendLock: _lock_events,
     Sanction: _sanction,
 }
-_COLUMNS = list(INSERT_COLUMNS)
+_INSERT_BLOCK = (
+    f"INSERT INTO events ({', '.join(INSERT_COLUMNS)}) "
+    "SELECT $1::bigint + n - 1, $2::text, $3::text, $4::integer + n - 1, t, p, "
+    "$5::double precision, $6::text, h "
+    "FROM unnest($7::text[], $8::bytea[], $9::bytea[]) WITH ORDINALITY AS e(t, p, h, n)"
+)
 
 
 @functools.lru_cache(maxsize=1024)  # statements built from filters vary, but not endlessly

@@ -46,8 +46,41 @@ class FetchEvents(NamedTuple):
 
 
 class InsertEvents(NamedTuple):
-    """New event rows (``INSERT_COLUMNS`` order: ``EVENT_COLUMNS`` and the event's chain
-    hash, given as the parameters), written the driver's fastest way."""
+    """New events, given as the parameters: a list of ``EventBlock``, written the driver's
+    fastest way."""
+
+
+class EventBlock(NamedTuple):
+    """Consecutive new events of one run that share their ``recorded_at`` and ``origin``:
+    the k-th (from 0) has position ``position + k`` and seq ``seq + k``, and its type,
+    payload and chain hash at ``columns[3k:3k + 3]``. What varies per event is all a
+    driver binds per event."""
+
+    position: int
+    thread_id: str
+    run_id: str
+    seq: int
+    recorded_at: float
+    origin: str
+    columns: list[Any]
+
+    def rows(self, start: int = 0) -> list[tuple[Any, ...]]:
+        """The events from the ``start``-th on as whole rows (``INSERT_COLUMNS`` order)."""
+        columns = self.columns
+        return [
+            (
+                self.position + k,
+                self.thread_id,
+                self.run_id,
+                self.seq + k,
+                columns[3 * k],
+                columns[3 * k + 1],
+                self.recorded_at,
+                self.origin,
+                columns[3 * k + 2],
+            )
+            for k in range(start, len(columns) // 3)
+        ]
 
 
 class AppendLock(NamedTuple):

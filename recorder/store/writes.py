@@ -18,6 +18,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import orjson
@@ -36,12 +37,12 @@ from recorder.store.model import (
     Redacted,
     Run,
 )
-from recorder.store.reads import MAX_POSITION
 from recorder.store.statements import (
     APPEND_LOCK,
     INSERT_EVENTS,
     NOTIFY,
     Body,
+    EventBlock,
     Execute,
     Fetch,
 )
@@ -106,6 +107,9 @@ CLAIM = Fetch(
     "RETURNING thread_id, event_count, status, (SELECT hash FROM events "
     "WHERE events.run_id = runs.run_id AND events.seq = runs.event_count - ? - 1)"
 )
+# An append's first claim also reads the highest position (under the append lock), which
+# spares a statement (a round trip, on PostgreSQL).
+CLAIM_FIRST = Fetch(CLAIM.sql + ", (SELECT max(position) FROM events)")
 # Closing a run seals it into its thread's chain. The thread's row is locked first (the
 # lock order above), then the run's row is read with its last hash.
 LOCK_THREAD_OF_RUN = Fetch(
@@ -316,45 +320,80 @@ def append_batches(
     batches: Sequence[tuple[str, Sequence[NewEvent]]],
 ) -> Body[list[list[Appended]]]:
     # Under the append lock, the positions handed out here are contiguous and increase
-    # in commit order.
+    # in commit order. The first claim also reads the highest position taken.
     yield APPEND_LOCK, ()
-    ((max_position,),) = yield MAX_POSITION, ()
-    position = int(max_position or 0)
+    position = 0
+    claim = CLAIM_FIRST
     now = time.time()
-    rows: list[tuple[Any, ...]] = []
+    blocks: list[EventBlock] = []
     redacted: list[tuple[Any, ...]] = []
     results: list[list[Appended]] = []
     heads: dict[str, bytes] = {}  # a run's last hash, for its next batch in this call
+    sha256, seq_bytes, types = chain.sha256, chain.SEQ_BYTES, chain.STORED_TYPES
     for run_id, events in batches:
-        found = yield CLAIM, (len(events), now, run_id, len(events))
+        count = len(events)
+        found = yield claim, (count, now, run_id, count)
         row = found[0] if found else None
-        thread_id, first_seq = _claimed(run_id, len(events), row)
+        thread_id, first_seq = _claimed(run_id, count, row)
+        if claim is CLAIM_FIRST:
+            position, claim = int(row[4] or 0) if row is not None else 0, CLAIM
         previous = heads.get(run_id) or _previous(thread_id, run_id, first_seq, row)
-        seqs = range(first_seq, first_seq + len(events))
-        positions = range(position + 1, position + 1 + len(events))
-        typed = [(_typed(kind), payload) for payload, kind, *_ in events]
-        hashes = chain.event_links(previous, first_seq, typed)
-        if hashes:
-            heads[run_id] = hashes[-1]
-        rows += [
-            (at, thread_id, run_id, seq, kind, payload, now if when is None else when, how, h)
-            for at, seq, (kind, payload), (_, _, how, when, _), h in zip(
-                positions, seqs, typed, events, hashes, strict=True
+        first_position, seq = position + 1, first_seq
+        columns: list[Any] = []
+        at, source = -1.0, ""  # (no event has these: the first begins a block)
+        # One pass per event: its type as stored, its link of the chain, its columns;
+        # a new block where its time or origin differs from the event before.
+        for payload, kind, origin, when, redaction in events:
+            stored, tail = types.get(kind) or chain.stored_type(kind)
+            when = now if when is None else when
+            if when != at or origin != source:
+                if columns:
+                    blocks.append(
+                        EventBlock(
+                            first_position,
+                            thread_id,
+                            run_id,
+                            seq - len(columns) // 3,
+                            at,
+                            source,
+                            columns,
+                        )
+                    )
+                    first_position = position + 1
+                    columns = []
+                at, source = when, origin
+            position += 1
+            previous = sha256(previous + seq_bytes(seq) + tail + payload).digest()
+            columns += (stored, payload, previous)
+            if redaction is not None:
+                redacted.append(_redaction_row(run_id, seq, redaction, now))
+            seq += 1
+        if columns:
+            blocks.append(
+                EventBlock(
+                    first_position,
+                    thread_id,
+                    run_id,
+                    seq - len(columns) // 3,
+                    at,
+                    source,
+                    columns,
+                )
             )
-        ]
-        redacted += [
-            _redaction_row(run_id, seq, event.redacted, now)
-            for seq, event in zip(seqs, events, strict=True)
-            if event.redacted is not None
-        ]
-        results.append(list(map(Appended._make, zip(seqs, positions, strict=True))))
-        position += len(events)
-    if rows:
-        yield INSERT_EVENTS, rows
+        if count:
+            heads[run_id] = previous
+        seqs = range(first_seq, seq)
+        positions = range(position - count + 1, position + 1)
+        results.append(list(map(_appended, zip(seqs, positions, strict=True))))
+    if blocks:
+        yield INSERT_EVENTS, blocks
         for row in redacted:
             yield INSERT_REDACTION, row
         yield NOTIFY, ()
     return results
+
+
+_appended = partial(tuple.__new__, Appended)  # an Appended from a (seq, position) pair
 
 
 def _redaction_row(run_id: str, seq: int, redacted: Redacted, now: float) -> tuple[Any, ...]:
@@ -601,11 +640,6 @@ def _status_values(
     if violations is not None:
         values["violations"] = orjson.dumps(violations).decode()  # escapes NUL as \u0000
     return values
-
-
-def _typed(kind: str | None) -> str | None:
-    # Called once per appended event: the common case is one comparison.
-    return kind if kind is None or "\x00" not in kind else kind.replace("\x00", "")
 
 
 def _without_nul(text: str) -> str:

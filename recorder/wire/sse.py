@@ -8,6 +8,7 @@ that end their stream without one still sent that event and the recorder must ke
 
 from __future__ import annotations
 
+from functools import partial
 from typing import NamedTuple
 
 from recorder.errors import InputError
@@ -27,6 +28,10 @@ class Frame(NamedTuple):
     event: str | None = None
 
 
+# A Frame from a (data, id, event) tuple, without the keyword handling of Frame(...).
+_frame = partial(tuple.__new__, Frame)
+
+
 class FrameSplitter:
     """Incremental SSE parser: ``feed`` chunks as they arrive, ``close`` at end of stream."""
 
@@ -41,21 +46,46 @@ class FrameSplitter:
         self._size = 0
 
     def feed(self, chunk: bytes) -> list[Frame]:
-        if (
-            not self._buf
-            and not self._data
-            and self._event is None
-            and chunk[:6] == b"data: "
-            and chunk[-2:] == b"\n\n"
-            and chunk.count(b"\n") == 2
-            and b"\r" not in chunk
-        ):
-            # The common case, one single-line event per chunk (token streams): no lines
-            # to split. Everything else takes the general path below.
-            if self._max is not None and len(chunk) - 7 > self._max:
-                raise FrameTooLarge(self._max)
-            return [Frame(chunk[6:-2], self._id)]
+        if not self._data and self._event is None and b"\r" not in chunk:
+            if (
+                not self._buf
+                and chunk[:6] == b"data: "
+                and chunk[-2:] == b"\n\n"
+                and chunk.count(b"\n") == 2
+            ):
+                # One event to a chunk, as a token stream is often written: nothing to split.
+                if self._max is not None and len(chunk) - 7 > self._max:
+                    raise FrameTooLarge(self._max)
+                return [_frame((chunk[6:-2], self._id, None))]
+            buf = self._buf + chunk if self._buf else chunk
+            if buf[:6] == b"data: ":
+                frames = self._single_lines(buf)
+                if frames is not None:
+                    return frames
         return self._general(chunk)
+
+    def _single_lines(self, buf: bytes) -> list[Frame] | None:
+        """The common case: events of one ``data: `` line each (token streams), one or
+        many to a chunk, maybe the last one cut short. None when ``buf`` holds anything
+        else (other fields, comments, lines of one event, blank lines in a row): the
+        general path reads it."""
+        parts = buf.split(b"\n\n")
+        rest = parts.pop()  # what follows the last blank line: part of the next event
+        whole = len(buf) - len(rest)
+        # Exactly two LFs per event (its line end and the blank line), and every event
+        # starting "data: ": no event holds another line.
+        if buf.count(b"\n", 0, whole) != 2 * len(parts) or (
+            parts and buf.count(b"\n\ndata: ", 0, whole) != len(parts) - 1
+        ):
+            return None
+        limit = self._max
+        if limit is not None and (
+            len(rest) > limit or (parts and max(map(len, parts)) - 5 > limit)
+        ):
+            return None  # the general path raises FrameTooLarge where it should
+        self._buf = rest
+        event_id = self._id
+        return [_frame((part[6:], event_id, None)) for part in parts]
 
     def _general(self, chunk: bytes) -> list[Frame]:
         buf = self._buf + chunk if self._buf else chunk
@@ -70,13 +100,14 @@ class FrameSplitter:
         else:
             lines = buf.split(b"\n")
             self._buf = lines.pop()
-        if self._max is not None and len(self._buf) + self._size > self._max:
-            raise FrameTooLarge(self._max)
         frames: list[Frame] = []
         for line in lines:
             frame = self._line(line)
             if frame is not None:
                 frames.append(frame)
+        # What is left after this chunk: the event under way and its unfinished line.
+        if self._max is not None and len(self._buf) + self._size > self._max:
+            raise FrameTooLarge(self._max)
         return frames
 
     def close(self) -> list[Frame]:
@@ -132,3 +163,21 @@ def encode_frame(data: bytes, event_id: int | str | None = None) -> bytes:
     else:
         body = b"data: " + data + b"\n"
     return head + body + b"\n"
+
+
+def encode_frames(datas: list[bytes], first_seq: int) -> bytes:
+    """``encode_frame(data, seq)`` of each of ``datas``, seq counting from ``first_seq``,
+    joined: what the proxy forwards of one recorded batch."""
+    count = len(datas)
+    if not count:
+        return b""
+    pieces: list[bytes] = [b""] * (2 * count)
+    pieces[0::2] = [b"\n\nid: %d\ndata: " % seq for seq in range(first_seq, first_seq + count)]
+    pieces[0] = pieces[0][2:]
+    pieces[1::2] = datas
+    pieces.append(b"\n\n")
+    out = b"".join(pieces)
+    # Three LFs to a frame unless some data holds an LF (more ``data:`` lines): the slow way.
+    if out.count(b"\n") == 3 * count:
+        return out
+    return b"".join([encode_frame(data, seq) for seq, data in enumerate(datas, first_seq)])

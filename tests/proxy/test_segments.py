@@ -94,3 +94,28 @@ def test_the_summary_keeps_the_posted_text_then_deltas_up_to_its_limit() -> None
     text = summary.text()
     assert text is not None and text.startswith("hello\nxxx") and len(text) == SUMMARY_LIMIT
     assert Summary([]).text() is None
+
+
+def test_fields_the_schema_does_not_describe_are_redacted_and_kept() -> None:
+    # The stream check strips fields its schema does not describe from the object it is
+    # given: redaction sees the event as it came, so a secret in such a field is not
+    # stored, and the field is kept in what is stored.
+    from recorder.config import RedactionConfig
+    from recorder.redaction import Redactor
+
+    redactor = Redactor.from_config(RedactionConfig(rules=["builtin"]))
+    segment, summary = Segment("r", "t"), Summary([], redactor)
+    started(segment, summary)
+    segment.observe(event(type="TEXT_MESSAGE_START", messageId="m", role="assistant"), summary)
+    segment.next_seq += 1
+    data = event(type="TEXT_MESSAGE_CONTENT", messageId="m", delta="hi", note="eve@example.com")
+    recorded = segment.observe(data, summary)
+    assert recorded.redacted is not None and recorded.redacted.rules == ("email",)
+    assert orjson.loads(recorded.payload) == {
+        "type": "TEXT_MESSAGE_CONTENT",
+        "messageId": "m",
+        "delta": "hi",
+        "note": "[REDACTED:email]",
+    }
+    assert segment.problems == []
+    assert summary.text() == "hi"

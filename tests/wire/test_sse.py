@@ -95,3 +95,48 @@ def test_one_event_per_chunk_matches_the_general_parser() -> None:
             except FrameTooLarge:
                 outcome.append("too large")
         assert outcome[0] == outcome[1], limit
+
+
+class _GeneralOnly(FrameSplitter):
+    """The specification's line-by-line reading, with no shortcut."""
+
+    def feed(self, chunk: bytes) -> list[Frame]:
+        return self._general(chunk)
+
+
+def _read(splitter: FrameSplitter, chunks: list[bytes]) -> list[Frame] | str:
+    frames: list[Frame] = []
+    try:
+        for chunk in chunks:
+            frames += splitter.feed(chunk)
+        return frames + splitter.close()
+    except FrameTooLarge:
+        return "too large"
+
+
+def test_many_events_per_chunk_match_the_general_parser() -> None:
+    # Chunks of many single-line events (what a fast agent's writes coalesce into) take a
+    # shortcut too: cut anywhere, mixed with every other kind of line, and near the size
+    # limit, the outcome is the general parser's.
+    import random
+
+    rng = random.Random(7)
+    pieces = [
+        b'data: {"type":"TEXT_MESSAGE_CONTENT","delta":"hi"}\n\n',
+        b"data: " + b"w" * 40 + b"\n\n",
+        b"data: two\ndata: lines\n\n",
+        b"id: 12\n",
+        b"event: note\n",
+        b": comment\n",
+        b"\n",
+        b"data:no-space\n\n",
+        b"data: cr\r\n\r\n",
+        b"data: \n\n",
+        b"retry: 5\n",
+    ]
+    for _ in range(400):
+        stream = b"".join(rng.choice(pieces) for _ in range(rng.randint(1, 30)))
+        cuts = sorted(rng.sample(range(1, len(stream)), min(len(stream) - 1, rng.randint(0, 6))))
+        chunks = [stream[a:b] for a, b in zip([0, *cuts], [*cuts, len(stream)], strict=True)]
+        for limit in (None, 40, 41, 42, 60):
+            assert _read(FrameSplitter(limit), chunks) == _read(_GeneralOnly(limit), chunks)
