@@ -90,12 +90,7 @@ class Segment:
         """The frame ``data`` (the next of this run) as an event to record; a terminal event
         ends the run, a lifecycle violation is noted, text goes to ``summary``."""
         self.size += len(data)
-        try:
-            obj = orjson.loads(data)
-        except orjson.JSONDecodeError:
-            obj = decode(data)  # what the reference client still reads, or None
-        if type(obj) is not dict:
-            obj = None
+        obj = decode(data)  # None when not an object the reference client reads
         redactor = summary.redactor
         if obj is None:
             self._check(data)

@@ -19,7 +19,7 @@ from recorder.wire.sse import FrameSplitter
 
 def decode(data: bytes | str | Mapping[str, Any]) -> JSONObject | None:
     """The frame as a JSON object, or None when it is not one (the caller reports garbage)."""
-    if isinstance(data, Mapping):
+    if type(data) is not bytes and isinstance(data, Mapping):  # (bytes first: the hot case)
         return dict(data)
     try:
         value = parse(data)
