@@ -21,6 +21,7 @@ import orjson
 
 from recorder.errors import Conflict, InputError, RunNotFound
 from recorder.store import chain, search
+from recorder.store.closing import LOCK_THREAD_OF_RUN
 from recorder.store.inputs import HASH_BYTES, batches
 from recorder.store.model import (
     RUNNING,
@@ -34,7 +35,6 @@ from recorder.store.model import (
 )
 from recorder.store.search import SQLITE
 from recorder.store.statements import Body, Execute, Fetch, Sanction
-from recorder.store.writes import LOCK_THREAD_OF_RUN
 
 _RUNS_OF = "SELECT run_id FROM runs WHERE thread_id = ?"
 

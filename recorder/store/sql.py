@@ -31,7 +31,7 @@ from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from typing import Any, Protocol, TypeVar
 
-from recorder.store import annotation, governance, reads, search, verify, writes
+from recorder.store import annotation, closing, governance, reads, search, verify, writes
 from recorder.store.errors import Failure, store_errors
 from recorder.store.inputs import INLINE_BELOW, ChunkCache, Recent, RecentInputs, delta
 from recorder.store.model import (
@@ -173,17 +173,17 @@ class SqlStore:
     ) -> None:
         if status in TERMINAL and self.database.dialect == "postgresql":
             # One round trip; a run without a thread row is closed the usual way.
-            closing = partial(writes.close_alone, run_id, status, outcome, error, violations)
-            if await self._write(lambda: closing(summary), alone=True):
+            close = partial(closing.close_alone, run_id, status, outcome, error, violations)
+            if await self._write(lambda: close(summary), alone=True):
                 self._wake.set()
                 return
         await self._write(
-            lambda: writes.set_status(run_id, status, outcome, error, violations, summary)
+            lambda: closing.set_status(run_id, status, outcome, error, violations, summary)
         )
         self._wake.set()
 
     async def set_summary(self, thread_id: str, summary: str) -> None:
-        await self._write(lambda: writes.set_summary(thread_id, summary))
+        await self._write(lambda: closing.set_summary(thread_id, summary))
 
     async def heartbeat(self, run_ids: Sequence[str], owner: str) -> None:
         # One run per transaction: a group commit locks several run rows in its own order,
@@ -199,7 +199,7 @@ class SqlStore:
         exclude_owner: str | None = None,
     ) -> list[str]:
         closed = await self._write(
-            lambda: writes.mark_incomplete(owner, stale_before, exclude_owner)
+            lambda: closing.mark_incomplete(owner, stale_before, exclude_owner)
         )
         if closed:
             self._wake.set()

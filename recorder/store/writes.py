@@ -23,14 +23,11 @@ from typing import Any
 
 import orjson
 
-from recorder.errors import Conflict, InputError, RunClosed, RunNotFound, ThreadNotFound
+from recorder.errors import Conflict, InputError, RunClosed, RunNotFound
 from recorder.store import chain
 from recorder.store.inputs import INLINE_BELOW, InputTree, batches, build
 from recorder.store.model import (
-    INCOMPLETE,
     RUNNING,
-    STATUSES,
-    TERMINAL,
     Appended,
     NewEvent,
     NewRun,
@@ -110,40 +107,6 @@ CLAIM = Fetch(
 # An append's first claim also reads the highest position (under the append lock), which
 # spares a statement (a round trip, on PostgreSQL).
 CLAIM_FIRST = Fetch(CLAIM.sql + ", (SELECT max(position) FROM events)")
-# Closing a run seals it into its thread's chain. The thread's row is locked first (the
-# lock order above), then the run's row is read with its last hash.
-LOCK_THREAD_OF_RUN = Fetch(
-    "SELECT thread_id, head, sealed FROM threads "
-    "WHERE thread_id = (SELECT thread_id FROM runs WHERE run_id = ?)",
-    lock=True,
-)
-# The closing UPDATE returns what sealing needs (the run's head, set once, and its last
-# hash, read while the UPDATE holds the run's row: no append can slip in after it).
-_TAIL = (
-    " RETURNING head, (SELECT hash FROM events WHERE events.run_id = runs.run_id "
-    "ORDER BY seq DESC LIMIT 1)"
-)
-SEAL_RUN = Execute("UPDATE runs SET head = ?, seal = ? WHERE run_id = ?")
-SEAL_THREAD = Execute("UPDATE threads SET head = ?, sealed = ? WHERE thread_id = ?")
-# A summary equal to the one kept is not written again: PostgreSQL would keep a new copy
-# of a long one (its TOAST) on every run's close, the old one dead until vacuumed.
-SUMMARY_OF_RUN = Execute(
-    "UPDATE threads SET summary = ? "
-    "WHERE thread_id = (SELECT thread_id FROM runs WHERE run_id = ?) "
-    "AND (summary IS NULL OR summary <> ?)"
-)
-LOCK_THREAD_TO_CLOSE = Fetch(
-    "SELECT thread_id, head, sealed, summary = ? FROM threads "
-    "WHERE thread_id = (SELECT thread_id FROM runs WHERE run_id = ?)",
-    lock=True,
-)
-SEAL_THREAD_SUMMARY = Execute(
-    "UPDATE threads SET head = ?, sealed = ?, summary = ? WHERE thread_id = ?"
-)
-CLOSE_IF_RUNNING = Fetch(
-    "UPDATE runs SET status = ?, finished_at = ? WHERE run_id = ? AND status = ?" + _TAIL
-)
-SET_SUMMARY = Execute("UPDATE threads SET summary = ? WHERE thread_id = ?")
 HEARTBEAT = Execute(
     "UPDATE runs SET heartbeat_at = ?, owner = ? WHERE run_id = ? AND heartbeat_at < ?"
 )
@@ -400,193 +363,9 @@ def _redaction_row(run_id: str, seq: int, redacted: Redacted, now: float) -> tup
     return (run_id, seq, orjson.dumps(list(redacted.rules)).decode(), redacted.mac, now)
 
 
-def set_status(
-    run_id: str,
-    status: str,
-    outcome: str | None,
-    error: str | None,
-    violations: list[dict[str, object]] | None,
-    summary: str | None,
-) -> Body[None]:
-    values = _status_values(status, outcome, error, violations)
-    text = None if summary is None else _without_nul(summary)
-    assignments = ", ".join(f"{column} = ?" for column in values)
-    if status not in TERMINAL:
-        if text is not None:  # the thread's row first: see the lock order above
-            yield SUMMARY_OF_RUN, (text, run_id, text)
-        found = yield (
-            Execute(f"UPDATE runs SET {assignments} WHERE run_id = ?"),
-            (*values.values(), run_id),
-        )
-        if found == 0:
-            raise RunNotFound(run_id)
-        yield NOTIFY, ()
-        return
-    # Closing: the thread's row locked (and its summary compared with the new one), the
-    # run closed and sealed in one UPDATE, the thread's chain and summary in another.
-    thread = yield LOCK_THREAD_TO_CLOSE, (text, run_id)
-    if not thread:  # no thread (the run is unknown, or an import brought it alone)
-        if text is not None:
-            yield SUMMARY_OF_RUN, (text, run_id, text)
-        tail = yield (
-            Fetch(f"UPDATE runs SET {assignments} WHERE run_id = ?{_TAIL}"),
-            (*values.values(), run_id),
-        )
-        if not tail:
-            raise RunNotFound(run_id)
-        yield NOTIFY, ()
-        return
-    thread_id, thread_head, sealed, same = thread[0]
-    number = int(sealed) + 1
-    sealing = Fetch(
-        f"UPDATE runs SET {assignments}, head = COALESCE(head, (SELECT hash FROM events "
-        "WHERE events.run_id = runs.run_id ORDER BY seq DESC LIMIT 1), ?), "
-        "seal = COALESCE(seal, ?) WHERE run_id = ? RETURNING head, seal"
-    )
-    params = (*values.values(), chain.run_genesis(thread_id, run_id), number, run_id)
-    tail = yield sealing, params
-    if not tail:
-        raise RunNotFound(run_id)
-    head, seal_number = tail[0]
-    # A run sealed already keeps its place in the chain: it had a number below this one.
-    newly = seal_number is not None and int(seal_number) == number
-    renamed = text is not None and not same
-    if newly:
-        previous = (
-            bytes(thread_head) if thread_head is not None else chain.thread_genesis(thread_id)
-        )
-        link = chain.run_link(previous, run_id, bytes(head))
-        if renamed:
-            yield SEAL_THREAD_SUMMARY, (link, number, text, thread_id)
-        else:
-            yield SEAL_THREAD, (link, number, thread_id)
-    elif renamed:
-        yield SET_SUMMARY, (text, thread_id)
-    yield NOTIFY, ()
-
-
-# Closing a run on PostgreSQL in one statement, outside any transaction (one round trip
-# instead of five): the thread's row locked (``t``), the run closed and sealed (``r``,
-# reading ``t``: the thread's row is locked before the run's), the thread's chain and
-# summary (``u``), the notification. The hashes are ``recorder.store.chain``'s, computed
-# by the database from the same bytes (lengths as 4-byte big-endian, ids as UTF-8):
-# ``run_genesis`` for a run without events, ``run_link`` from the thread's head (or
-# ``thread_genesis``). No thread row: nothing is done, and the caller closes the run in
-# a transaction of its own (``set_status``).
-_UTF8_ID = "int4send(octet_length(convert_to({0}, 'UTF8'))) || convert_to({0}, 'UTF8')"
-_CLOSE_ALONE = (
-    "WITH t AS (SELECT thread_id, head, sealed, summary = ? AS same FROM threads "
-    "WHERE thread_id = (SELECT thread_id FROM runs WHERE run_id = ?) FOR UPDATE), "
-    "r AS (UPDATE runs SET {assignments}, head = COALESCE(runs.head, (SELECT hash FROM events "
-    "WHERE events.run_id = runs.run_id ORDER BY seq DESC LIMIT 1), "
-    f"sha256(?::bytea || {_UTF8_ID.format('t.thread_id')} || ?::bytea)), "
-    "seal = COALESCE(runs.seal, t.sealed + 1) FROM t WHERE runs.run_id = ? "
-    "RETURNING runs.head AS head, runs.seal = t.sealed + 1 AS newly, t.sealed + 1 AS number, "
-    "t.head AS previous, t.thread_id AS thread_id, t.same AS same), "
-    "u AS (UPDATE threads SET "
-    "head = CASE WHEN r.newly THEN sha256(COALESCE(r.previous, "
-    f"sha256(?::bytea || {_UTF8_ID.format('r.thread_id')})) || ?::bytea || r.head) "
-    "ELSE threads.head END, "
-    "sealed = CASE WHEN r.newly THEN r.number ELSE threads.sealed END, "
-    "summary = CASE WHEN ?::text IS NOT NULL AND r.same IS NOT TRUE THEN ?::text "
-    "ELSE threads.summary END "
-    "FROM r WHERE threads.thread_id = r.thread_id "
-    "AND (r.newly OR (?::text IS NOT NULL AND r.same IS NOT TRUE)) RETURNING 1) "
-    "SELECT (SELECT count(*) FROM r), (SELECT count(*) FROM u), "
-    "pg_notify('recorder_events', '')"
-)
-
-
-def close_alone(
-    run_id: str,
-    status: str,
-    outcome: str | None,
-    error: str | None,
-    violations: list[dict[str, object]] | None,
-    summary: str | None,
-) -> Body[bool]:
-    """Close a run in one statement (PostgreSQL, outside a transaction); False when it did
-    nothing because the run has no thread row (or is unknown): ``set_status`` then."""
-    values = _status_values(status, outcome, error, violations)
-    assignments = ", ".join(f"{column} = ?" for column in values)
-    text = None if summary is None else _without_nul(summary)
-    run_text = chain.text(run_id)
-    params = (
-        text,
-        run_id,
-        *values.values(),
-        chain.RUN_PREFIX,
-        run_text,
-        run_id,
-        chain.THREAD_PREFIX,
-        run_text,
-        text,
-        text,
-        text,
-    )
-    ((closed, _sealed, _notified),) = yield (
-        Fetch(_CLOSE_ALONE.format(assignments=assignments)),
-        params,
-    )
-    return int(closed) > 0
-
-
-def seal(run_id: str, thread: Sequence[Any], tail: Sequence[Any]) -> Body[None]:
-    """Keep the closed run's head and chain it into its thread (``thread``: the thread's
-    row from ``LOCK_THREAD_OF_RUN``, locked by the caller; ``tail``: the run's head and
-    last hash as its closing UPDATE returned them). A run sealed already is left as it is:
-    its place in the thread's chain is where it first closed."""
-    thread_id, thread_head, sealed = thread
-    run_head, last = tail
-    if run_head is not None:
-        return
-    head = bytes(last) if last is not None else chain.run_genesis(thread_id, run_id)
-    previous = bytes(thread_head) if thread_head is not None else chain.thread_genesis(thread_id)
-    number = int(sealed) + 1
-    yield SEAL_RUN, (head, number, run_id)
-    yield SEAL_THREAD, (chain.run_link(previous, run_id, head), number, thread_id)
-
-
-def set_summary(thread_id: str, summary: str) -> Body[None]:
-    found = yield SET_SUMMARY, (_without_nul(summary), thread_id)
-    if found == 0:
-        raise ThreadNotFound(thread_id)
-
-
 def heartbeat(run_id: str, owner: str) -> Body[None]:
     now = time.time()
     yield HEARTBEAT, (now, owner, run_id, now - FRESH_FOR)
-
-
-def mark_incomplete(
-    owner: str | None, stale_before: float | None, exclude_owner: str | None
-) -> Body[list[str]]:
-    conditions: list[str] = ["status = ?"]
-    params: list[Any] = [RUNNING]
-    if owner is not None:
-        conditions.append("owner = ?")
-        params.append(owner)
-    if exclude_owner is not None:
-        conditions.append("(owner IS NULL OR owner <> ?)")
-        params.append(exclude_owner)
-    if stale_before is not None:
-        conditions.append("(heartbeat_at IS NULL OR heartbeat_at < ?)")
-        params.append(stale_before)
-    # Read first, then close each under its thread's lock (the lock order above): a run is
-    # closed only if it is still running by then.
-    candidates = Fetch(f"SELECT run_id FROM runs WHERE {' AND '.join(conditions)}")
-    rows = yield candidates, tuple(params)
-    closed: list[str] = []
-    now = time.time()
-    for (run_id,) in sorted(rows):
-        thread = yield LOCK_THREAD_OF_RUN, (run_id,)
-        tail = yield CLOSE_IF_RUNNING, (INCOMPLETE, now, run_id, RUNNING)
-        if tail and thread:
-            yield from seal(run_id, thread[0], tail[0])
-            closed.append(str(run_id))
-    if closed:
-        yield NOTIFY, ()
-    return closed
 
 
 def save_checkpoint(run_id: str, seq: int, data: bytes, tree: InputTree | None) -> Body[None]:
@@ -622,28 +401,6 @@ def _claimed(run_id: str, count: int, row: Sequence[Any] | None) -> tuple[str, i
     if row[2] != RUNNING:
         raise RunClosed(f"run {run_id!r} is {row[2]}: a closed run takes no more events")
     return str(row[0]), int(row[1]) - count
-
-
-def _status_values(
-    status: str, outcome: str | None, error: str | None, violations: list[dict[str, object]] | None
-) -> dict[str, Any]:
-    """The run columns ``set_status`` writes."""
-    if status not in STATUSES:
-        raise InputError(f"unknown run status {status!r}")
-    values: dict[str, Any] = {"status": status}
-    if status in TERMINAL:
-        values["finished_at"] = time.time()
-    if outcome is not None:
-        values["outcome"] = _without_nul(outcome)
-    if error is not None:
-        values["error"] = _without_nul(error)
-    if violations is not None:
-        values["violations"] = orjson.dumps(violations).decode()  # escapes NUL as \u0000
-    return values
-
-
-def _without_nul(text: str) -> str:
-    return text.replace("\x00", "") if "\x00" in text else text
 
 
 def _refuse_nul(*ids: str | None) -> None:
