@@ -49,6 +49,11 @@ _LOCK_EVENTS = "LOCK TABLE events IN EXCLUSIVE MODE"
 _BEGIN_APPEND = f"BEGIN; {_LOCK_EVENTS}"
 _COMMIT_NOTIFY = f"NOTIFY {CHANNEL}; COMMIT"
 _POOL_SIZE = 50
+# Whether migration 0008's functions exist (a database migrated only so far lacks them).
+_FUNCTIONS = (
+    "SELECT to_regproc('recorder_append') IS NOT NULL "
+    "AND to_regproc('recorder_create_run') IS NOT NULL"
+)
 _UNAVAILABLE = (
     asyncpg.InsufficientResourcesError,  # 53: disk full, too many connections
     asyncpg.InvalidCatalogNameError,  # no such database
@@ -69,13 +74,24 @@ class PostgresDatabase:
         self.url = url
         self._pool = pool
         self._listener: asyncpg.Connection | None = None
+        self.one_trip = False  # the functions of migration 0008 are there
 
     @classmethod
     async def open(cls, url: str) -> PostgresDatabase:
         pool = await asyncpg.create_pool(
             _with_driver(url, "postgresql"), min_size=1, max_size=_POOL_SIZE, reset=_no_reset
         )
-        return cls(url, pool)
+        database = cls(url, pool)
+        try:
+            await database._find_functions()
+        except BaseException:
+            await pool.close()
+            raise
+        return database
+
+    async def _find_functions(self) -> None:
+        async with self._pool.acquire() as conn:
+            self.one_trip = bool(await conn.fetchval(_FUNCTIONS))
 
     @staticmethod
     def classify(exc: BaseException) -> Failure | None:
@@ -96,13 +112,23 @@ class PostgresDatabase:
         return None
 
     async def write(
-        self, body: Callable[[], Body[T]], *, events: int = 0, size: int = 0, alone: bool = False
+        self,
+        body: Callable[[], Body[T]],
+        *,
+        events: int = 0,
+        size: int = 0,
+        alone: bool = False,
+        idempotent: bool = False,
     ) -> T:
         if alone:
-            # One statement, its own transaction: no BEGIN and COMMIT to send. Like a read,
-            # it is sent again on another connection when its connection is found broken;
-            # the only such write (a run's close) changes nothing but its finish time then.
-            return await self.read(body)
+            # One statement, its own transaction: no BEGIN and COMMIT to send. An idempotent
+            # one is sent again, like a read, on another connection when its connection is
+            # found broken (a run's close changes nothing but its finish time then); any
+            # other may have committed before the connection broke, and is not.
+            if idempotent:
+                return await self.read(body)
+            async with self._pool.acquire() as conn:
+                return await drive(conn, body(), transaction=False)
         try:
             async with self._pool.acquire() as conn:
                 return await drive(conn, body(), transaction=True, first_try=True)
@@ -130,6 +156,7 @@ class PostgresDatabase:
             await upgrade(engine)
         finally:
             await engine.dispose()
+        await self._find_functions()
 
     async def listen(self, wake: asyncio.Event) -> None:
         try:

@@ -31,7 +31,18 @@ from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from typing import Any, Protocol, TypeVar
 
-from recorder.store import annotation, closing, governance, reads, search, verify, writes
+from recorder.store import (
+    annotation,
+    calls,
+    chain,
+    closing,
+    governance,
+    reads,
+    search,
+    verify,
+    writes,
+)
+from recorder.store.calls import HeadCache
 from recorder.store.errors import Failure, store_errors
 from recorder.store.inputs import INLINE_BELOW, ChunkCache, Recent, RecentInputs, delta
 from recorder.store.model import (
@@ -70,16 +81,25 @@ class Database(Protocol):
     the body, so a transaction that has to start over gets a fresh one. ``events`` and
     ``size`` say how much a write carries (SQLite runs small ones on the event loop).
     ``alone``: the body is one statement, which the database may run outside a transaction
-    of its own making (PostgreSQL: one round trip instead of three).
+    of its own making (PostgreSQL: one round trip instead of three), once: it is sent again
+    on another connection, when its connection is found broken, only if ``idempotent``.
+    ``one_trip``: the database has the functions of ``calls.py`` (PostgreSQL, migrated).
     """
 
     url: str
     dialect: str
     append_survives_cancel: bool
+    one_trip: bool
 
     def classify(self, exc: BaseException) -> Failure | None: ...
     async def write(
-        self, body: Callable[[], Body[T]], *, events: int = 0, size: int = 0, alone: bool = False
+        self,
+        body: Callable[[], Body[T]],
+        *,
+        events: int = 0,
+        size: int = 0,
+        alone: bool = False,
+        idempotent: bool = False,
     ) -> T: ...
     async def read(self, body: Callable[[], Body[T]]) -> T: ...
     async def migrate(self) -> None: ...
@@ -100,6 +120,7 @@ class SqlStore:
         self._listening = False
         self._chunks = ChunkCache()
         self._recent = RecentInputs()
+        self._heads = HeadCache()
 
     @property
     def append_survives_cancel(self) -> bool:
@@ -117,10 +138,22 @@ class SqlStore:
     async def create_run(self, run: NewRun) -> Run:
         taken = f"run {run.run_id!r} already exists"
         kept = self._keep(run)
-        # A tree or a delta usually adds a little to what is stored: a small transaction.
-        size = 0 if kept.tree is not None or kept.delta is not None else len(run.input or b"")
-        dialect = self.database.dialect
-        created = await self._write(lambda: writes.create_run(run, kept, dialect), 1, size, taken)
+        created: Run | None = None
+        if self.database.one_trip and calls.can_create(run, kept):
+            call = partial(calls.create_run, run, kept)
+            created = await self._write(call, 1, 0, taken, alone=True)
+            if created is None:  # the delta's base is gone: a tree (or whole) after all
+                kept = writes.Kept(tree=writes.input_tree(run.input))
+        if created is None:
+            # A tree or a delta usually adds a little to what is stored: a small transaction.
+            size = 0 if kept.tree is not None or kept.delta is not None else len(run.input or b"")
+            dialect = self.database.dialect
+            created = await self._write(
+                lambda: writes.create_run(run, kept, dialect), 1, size, taken
+            )
+        if self.database.one_trip:
+            genesis = chain.run_genesis(run.thread_id, run.run_id)
+            self._heads.update({run.run_id: writes.Head(0, genesis)})
         if kept.tree is not None:
             self._chunks.put(kept.tree.chunks.values())
         if run.input is not None and len(run.input) >= INLINE_BELOW:
@@ -157,9 +190,28 @@ class SqlStore:
         for _run_id, events in batches:
             count += len(events)
             size += sum(map(len, map(_PAYLOAD, events)))  # (loops in C)
-        result = await self._write(lambda: writes.append_batches(batches), count, size)
+        if not self.database.one_trip:
+            result = await self._write(lambda: writes.append_batches(batches), count, size)
+            self._wake.set()
+            return result
+        run_ids = [run_id for run_id, _events in batches]
+        try:
+            heads = self._heads.known(run_ids)
+            found = None
+            if heads is not None and not any(e.redacted for _r, es in batches for e in es):
+                call = partial(calls.append_batches, batches, heads)
+                found = await self._write(call, count, size, alone=True)
+            if heads is None or found is None:
+                # A head unknown, or stale: the statements read the run's own.
+                heads = {}
+                body = partial(writes.append_batches, batches, heads)
+                found = await self._write(body, count, size)
+        except BaseException:
+            self._heads.forget(run_ids)  # whether it was written is not known here
+            raise
+        self._heads.update(heads)
         self._wake.set()
-        return result
+        return found
 
     async def set_status(
         self,
@@ -173,8 +225,9 @@ class SqlStore:
     ) -> None:
         if status in TERMINAL and self.database.dialect == "postgresql":
             # One round trip; a run without a thread row is closed the usual way.
+            self._heads.forget([run_id])
             close = partial(closing.close_alone, run_id, status, outcome, error, violations)
-            if await self._write(lambda: close(summary), alone=True):
+            if await self._write(lambda: close(summary), alone=True, idempotent=True):
                 self._wake.set()
                 return
         await self._write(
@@ -202,6 +255,7 @@ class SqlStore:
             lambda: closing.mark_incomplete(owner, stale_before, exclude_owner)
         )
         if closed:
+            self._heads.forget(closed)
             self._wake.set()
         return closed
 
@@ -392,9 +446,12 @@ class SqlStore:
         duplicate: str | None = None,
         *,
         alone: bool = False,
+        idempotent: bool = False,
     ) -> T:
         with store_errors(self.database.classify, duplicate=duplicate):
-            return await self.database.write(body, events=events, size=size, alone=alone)
+            return await self.database.write(
+                body, events=events, size=size, alone=alone, idempotent=idempotent
+            )
 
     async def _read(self, body: Callable[[], Body[T]]) -> T:
         with store_errors(self.database.classify):

@@ -74,6 +74,7 @@ _DUPLICATE = {sqlite3.SQLITE_CONSTRAINT_UNIQUE, sqlite3.SQLITE_CONSTRAINT_PRIMAR
 class SQLiteDatabase:
     dialect = "sqlite"
     append_survives_cancel = True  # small appends never yield; large ones finish on the thread
+    one_trip = False  # its statements cost no round trips: nothing to save
 
     def __init__(self, url: str, writer: SQLiteWriter, readers: SQLiteReaders | None) -> None:
         self.url = url
@@ -124,7 +125,13 @@ class SQLiteDatabase:
         return None
 
     async def write(
-        self, body: Callable[[], Body[T]], *, events: int = 0, size: int = 0, alone: bool = False
+        self,
+        body: Callable[[], Body[T]],
+        *,
+        events: int = 0,
+        size: int = 0,
+        alone: bool = False,
+        idempotent: bool = False,
     ) -> T:
         small = events <= _SMALL_EVENTS and size <= _SMALL_BYTES
         return await self._writer.run(lambda conn: drive(conn, body()), small=small)

@@ -19,7 +19,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
@@ -130,6 +130,14 @@ def input_tree(posted: bytes | None) -> InputTree | None:
     return build(posted)
 
 
+class Head(NamedTuple):
+    """Where a run's events stand: the seq its next event takes, and the hash that event
+    chains from (its last event's, or its genesis)."""
+
+    next_seq: int
+    hash: bytes
+
+
 @dataclass(slots=True)
 class Kept:
     """How ``create_run`` keeps a run's input: whole, as a ``tree``, or as a ``delta`` from
@@ -148,17 +156,8 @@ def create_run(run: NewRun, kept: Kept | None = None, dialect: str = "sqlite") -
     thread do not collide, and concurrent runs on it line up, each seeing the one before),
     then insert the run and its input (whole, as a delta, or the chunks of its tree the
     store lacks); a thread created here from a given parent keeps it as its source."""
-    _refuse_nul(run.run_id, run.thread_id, run.parent_run_id)
-    # The heartbeat is the creation's own time, even for a run created with an earlier
-    # ``created_at`` (an import): a writer is at work on it, not one that stopped long ago.
-    beat = time.time()
-    now = run.created_at if run.created_at is not None else beat
-    parent, inferred = run.parent_run_id, run.parent_inferred
+    now, beat, parent, inferred, source = lineage(run)
     kept = kept if kept is not None else Kept()
-    # A new thread started from a given parent (a fork into a new thread) keeps the point
-    # it branched off at.
-    given = parent is not None and not inferred and parent != run.run_id
-    source = (parent, run.parent_seq) if given else (None, None)
     stored = False  # the input went in with the run
     if run.infer_parent and parent is None:
         # The thread's latest run is wanted: read under the thread's lock, then claimed.
@@ -209,6 +208,28 @@ def create_run(run: NewRun, kept: Kept | None = None, dialect: str = "sqlite") -
         yield INSERT_INPUT, (run.run_id, run.input, None)
     if run.input is not None and run.input_redacted is not None:
         yield INSERT_REDACTION, _redaction_row(run.run_id, -1, run.input_redacted, now)
+    return created_run(run, parent, inferred, now, beat)
+
+
+def lineage(run: NewRun) -> tuple[float, float, str | None, bool, tuple[str | None, int | None]]:
+    """What creating ``run`` writes besides its own fields: its ``created_at`` and
+    heartbeat, its parent and whether that was inferred (as given; ``create_run`` infers
+    one when asked), and the source a thread created by it keeps. Refuses a NUL in an id."""
+    _refuse_nul(run.run_id, run.thread_id, run.parent_run_id)
+    # The heartbeat is the creation's own time, even for a run created with an earlier
+    # ``created_at`` (an import): a writer is at work on it, not one that stopped long ago.
+    beat = time.time()
+    now = run.created_at if run.created_at is not None else beat
+    parent = run.parent_run_id
+    # A new thread started from a given parent (a fork into a new thread) keeps the point
+    # it branched off at.
+    given = parent is not None and not run.parent_inferred and parent != run.run_id
+    source = (parent, run.parent_seq) if given else (None, None)
+    return now, beat, parent, run.parent_inferred, source
+
+
+def created_run(run: NewRun, parent: str | None, inferred: bool, now: float, beat: float) -> Run:
+    """``run`` as ``get_run`` reads it right after it was created."""
     return Run(
         run_id=run.run_id,
         thread_id=run.thread_id,
@@ -281,7 +302,9 @@ def _insert_chunks(count: int) -> Fetch:
 
 def append_batches(
     batches: Sequence[tuple[str, Sequence[NewEvent]]],
+    heads: dict[str, Head] | None = None,
 ) -> Body[list[list[Appended]]]:
+    """``heads``, when given, is told each run's ``Head`` after this append."""
     # Under the append lock, the positions handed out here are contiguous and increase
     # in commit order. The first claim also reads the highest position taken.
     yield APPEND_LOCK, ()
@@ -291,7 +314,7 @@ def append_batches(
     blocks: list[EventBlock] = []
     redacted: list[tuple[Any, ...]] = []
     results: list[list[Appended]] = []
-    heads: dict[str, bytes] = {}  # a run's last hash, for its next batch in this call
+    last: dict[str, bytes] = {}  # a run's last hash, for its next batch in this call
     sha256, seq_bytes, types = chain.sha256, chain.SEQ_BYTES, chain.STORED_TYPES
     for run_id, events in batches:
         count = len(events)
@@ -300,7 +323,7 @@ def append_batches(
         thread_id, first_seq = _claimed(run_id, count, row)
         if claim is CLAIM_FIRST:
             position, claim = int(row[4] or 0) if row is not None else 0, CLAIM
-        previous = heads.get(run_id) or _previous(thread_id, run_id, first_seq, row)
+        previous = last.get(run_id) or _previous(thread_id, run_id, first_seq, row)
         first_position, seq = position + 1, first_seq
         columns: list[Any] = []
         at, source = -1.0, ""  # (no event has these: the first begins a block)
@@ -344,7 +367,9 @@ def append_batches(
                 )
             )
         if count:
-            heads[run_id] = previous
+            last[run_id] = previous
+        if heads is not None:
+            heads[run_id] = Head(seq, previous)
         seqs = range(first_seq, seq)
         positions = range(position - count + 1, position + 1)
         results.append(list(map(_appended, zip(seqs, positions, strict=True))))
