@@ -53,6 +53,10 @@ class FrameReader:
         self._taken.set()
         return batch
 
+    def waiting(self) -> bool:
+        """Whether frames were read that nobody took yet."""
+        return bool(self._pending)
+
     def failure(self) -> BaseException | None:
         """Why reading stopped before the answer's end, if it did (``UpstreamError``,
         ``FrameTooLarge``, or anything else that broke it)."""

@@ -30,6 +30,14 @@ Durability "commit" (the default): a batch is forwarded only after the transacti
 it committed, so the client never saw an event the log lacks. "buffered": a batch is
 forwarded first and committed right behind it.
 
+While one batch commits, the next is observed (checked, numbered, made into events): when
+the stream outpaces the recording (large batches), the commit goes on in a task of its own
+(which forwards the batch once it committed), so the database's work and the recording's
+overlap. Batches still commit and reach the client one at a time, in order: the next one
+is handed over only once the one before was committed and forwarded. A batch observed is
+committed before anything else of its run is (a cancelled recording commits what it had
+observed before its closing RUN_ERROR), so the seqs forwarded are the seqs stored.
+
 The ``RunWatch`` (``recorder.telemetry``) hears of the first event, of each committed part
 of a batch, and of each run's end (once, when the recording ends).
 
@@ -65,6 +73,9 @@ from recorder.telemetry import RunEnd, RunWatch
 from recorder.wire.sse import Frame, FrameTooLarge, encode_frame, encode_frames
 
 FIRST_WAIT = 0.05  # seconds the first events are awaited on the request's own task
+# A batch this large commits in a task of its own while the next is observed: the stream
+# outpaces the recording (a token stream's batches hold an event or two, and pay no task).
+_OVERLAP_FROM = 32
 
 
 class Phase(enum.Enum):
@@ -114,6 +125,10 @@ class RunRecording:
         self._commits = _Commits(host.committer, self._settings.on_store_failure)
         self.output = ClientOutput(self._client_left)
         self.task: asyncio.Task[None]
+        # The batch committing (and then forwarded) in a task of its own, and the parts of
+        # a batch observed but not yet handed to a commit.
+        self._inflight: asyncio.Task[bool] | None = None
+        self._unsent: list[_Part] | None = None
 
     async def begin(self) -> None:
         """Record the first events on the request's task, then go on, on a task of its own.
@@ -153,12 +168,15 @@ class RunRecording:
                 await self._close_with(*_broken(broke, self._settings.idle_timeout))
         except asyncio.CancelledError:
             self.phase = Phase.CLOSING
+            await self._flush()
             await self._close_with(
                 "the client disconnected; recording stopped", "client_disconnected"
             )
             raise
         finally:
             self.phase = Phase.CLOSING
+            with contextlib.suppress(Exception):  # (raised already, where it was settled)
+                await self._settle()
             await self._reader.stop()
             try:
                 await self._close_runs()
@@ -172,8 +190,9 @@ class RunRecording:
         why the answer broke off, if it did."""
         self._reader.start(f"read-{self.run_id}")
         while (batch := await self._reader.take()) is not None:
-            if not await self._record(batch):
+            if not await self._record(batch, overlap=True):
                 break
+        await self._settle()
         return self._reader.failure()
 
     async def _close_runs(self) -> None:
@@ -224,35 +243,66 @@ class RunRecording:
 
     # -- one batch ----------------------------------------------------------------------------
 
-    async def _record(self, frames: list[Frame]) -> bool:
-        """Record and forward one batch; False when the recording must stop here."""
+    async def _record(self, frames: list[Frame], overlap: bool = False) -> bool:
+        """Record and forward one batch; False when the recording must stop here.
+
+        ``overlap``: when the batch is large or more frames are waiting already, it commits
+        in a task of its own (``_inflight``) while the next one is observed."""
         if self._silent:
             self._silent = False
             self._watch.first_event()
         runs = self._runs
         summary = runs.summary
         limit = self._settings.max_events_per_run
-        parts: list[_Part] = []
         segment = runs.current
         part = _Part(segment, segment.next_seq)
+        parts = self._unsent = [part]
         for frame in frames:
             data = frame[0]
             if segment.phase is not SegmentPhase.OPEN and b"RUN_STARTED" in data:
                 segment = await runs.next_run(data)
             if part.segment is not segment:
-                if part.events:
-                    parts.append(part)
                 part = _Part(segment, segment.next_seq)
-            if segment.next_seq >= limit:
                 parts.append(part)
+            if segment.next_seq >= limit:
+                if not await self._settle():
+                    return False
+                self._unsent = None
                 await self._commit_and_forward(parts)
                 await self._close_with(f"the run exceeded {limit} events", "limit_exceeded")
                 return False
             part.events.append(segment.observe(data, summary))
             part.datas.append(data)
             segment.next_seq += 1
-        parts.append(part)
+        if not await self._settle():
+            return False  # the store failed: nothing more is committed
+        self._unsent = None
+        if overlap and (len(frames) >= _OVERLAP_FROM or self._reader.waiting()):
+            self._inflight = asyncio.create_task(self._commit_and_forward(parts))
+            return True
         return await self._commit_and_forward(parts)
+
+    async def _settle(self) -> bool:
+        """Wait for the batch in flight to be committed and forwarded; False when the store
+        failed it and the recording must stop. A cancellation of the waiter leaves it be."""
+        inflight = self._inflight
+        if inflight is None:
+            return True
+        try:
+            return await asyncio.shield(inflight)
+        finally:
+            if inflight.done():  # (a cancelled waiter leaves it for the next to wait on)
+                self._inflight = None
+
+    async def _flush(self) -> None:
+        """Before a cancelled recording's RUN_ERROR: the batch in flight committed, then the
+        events it had observed and not handed over (they are not forwarded: the client is
+        gone, or going)."""
+        stopped = not await self._settle()
+        unsent, self._unsent = self._unsent or [], None
+        for part in [] if stopped else unsent:
+            if part.events and not await self._commits.append(part.segment.run_id, part.events):
+                return
 
     async def _commit_and_forward(self, parts: list[_Part]) -> bool:
         buffered = self._settings.durability == "buffered"
