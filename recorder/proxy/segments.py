@@ -41,6 +41,16 @@ def recorder_error(message: str, code: str) -> bytes:
     return orjson.dumps({"type": "RUN_ERROR", "message": message, "code": code})
 
 
+def parsed(data: bytes) -> dict[str, Any] | None:
+    """The frame as the JSON object it holds (read as ``JSON.parse`` would), or None: what
+    a run's check is given (the frame's bytes, when None)."""
+    try:
+        obj = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return decode(data)
+    return obj if type(obj) is dict else None
+
+
 def _redacted(fired: tuple[str, ...], mac: str | None) -> Redacted | None:
     return Redacted(fired, mac) if fired else None
 
@@ -90,7 +100,7 @@ class Segment:
         """The frame ``data`` (the next of this run) as an event to record; a terminal event
         ends the run, a lifecycle violation is noted, text goes to ``summary``."""
         self.size += len(data)
-        obj = decode(data)  # None when not an object the reference client reads
+        obj = parsed(data)
         redactor = summary.redactor
         if obj is None:
             self._check(data)

@@ -12,6 +12,12 @@ or a state it cannot copy (a cycle): ``StreamCheck`` keeps the state (``recorder
 Only a patch that moves the root or reads a prototype member can lead there, so the state is
 brought up to date when one comes: the patches before it wait (a snapshot drops them), up to
 a bound, which keeps a stream of ordinary patches nearly free to check.
+
+Most of a stream is text deltas, one after another, of one message. Such a delta (exactly
+``type``, ``messageId`` and ``delta``, both strings) changes nothing the checks keep, and
+its verdict depends only on its message id and on that state: once one was accepted, the
+next with the same id is accepted too, unless another frame came between (any other frame
+takes the whole way again, and so does the delta after it).
 """
 
 from __future__ import annotations
@@ -36,19 +42,33 @@ class StreamCheck(Inbound):
     ``state`` is where the client started (a run's posted input); None means ``{}``.
     """
 
-    __slots__ = ("_failed", "_state", "_verifier", "violations")
+    __slots__ = ("_failed", "_state", "_streaming", "_verifier", "violations")
 
     def __init__(self, state: JSONValue = None) -> None:
         super().__init__(_CHECKS)
         self._state = _DeferredState({} if state is None else state)
         self._verifier = Verifier()
         self._failed = -1  # the last frame that failed: the reference stops reading it there
+        # The message of the last frame, when it was a plain text delta that was accepted
+        # with no chunk stream open: the next such delta of it is accepted as it was.
+        self._streaming: str | None = None
         self.violations: list[Violation] = []
 
     def feed(self, frame: Frame) -> Violation | None:  # type: ignore[override]
+        message = _plain_delta(frame)
+        if message is not None and message == self._streaming:
+            self._frame = frame
+            self._frames += 1
+            self._verifier.seen()
+            return None
+        self._streaming = None
         found = len(self.violations)
         super().feed(frame)
-        return self.violations[found] if len(self.violations) > found else None
+        if len(self.violations) > found:
+            return self.violations[found]
+        if message is not None and not self._lanes.lanes:
+            self._streaming = message
+        return None
 
     def _verify(self, index: int, event: JSONObject) -> bool:
         if self._failed == index:
@@ -112,12 +132,22 @@ class _DeferredState:
 
 
 _WAITING: Final = 64
+_DELTA: Final = "TEXT_MESSAGE_CONTENT"
 _FUNCTION_NAMES: Final = frozenset(
     name
     for members in (*PROTOTYPES.values(), *(c.members for c in CONSTRUCTORS.values()))
     for name, value in members.items()
     if type(value) is JSFunction
 )
+
+
+def _plain_delta(frame: Frame) -> str | None:
+    """The message id of a frame that is a plain text delta (parsed already, and holding
+    exactly ``type``, ``messageId`` and ``delta``, both strings); None for any other."""
+    if type(frame) is not dict or len(frame) != 3 or frame.get("type") != _DELTA:
+        return None
+    message = frame.get("messageId")
+    return message if type(message) is str and type(frame.get("delta")) is str else None
 
 
 def _exotic(patch: JSONValue) -> bool:

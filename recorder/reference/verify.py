@@ -100,6 +100,10 @@ class Verifier:
         self._subagents: dict[str, None] = {}
         self._closed_subagents: dict[str, None] = {}
 
+    def seen(self) -> None:
+        """An event was fed that the caller knows is accepted and changes nothing here."""
+        self._seen += 1
+
     def knows(self, entity: str) -> bool:
         """Whether the stream has used ``entity`` as an id of anything yet (in this run)."""
         return any(entity in owners for owners in self._owners.values()) or any(

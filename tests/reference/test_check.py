@@ -173,3 +173,34 @@ def test_ordinary_patches_that_wait_still_decide_a_later_one(ordinary: int) -> N
     assert verify_frames([RS, *counting, refused, undone, RF]) == []
     found = verify_frames([RS, *counting, refused, survives, RF])
     assert [v.index for v in found] == [ordinary + 2]
+
+
+def content(message: str, text: str = "x", **extra: Any) -> dict[str, Any]:
+    return {"type": "TEXT_MESSAGE_CONTENT", "messageId": message, "delta": text, **extra}
+
+
+@pytest.mark.parametrize(
+    "events",
+    [
+        # the message ends, then a delta of it comes
+        [{"type": "TEXT_MESSAGE_START", "messageId": "m"}, content("m"), content("m")]
+        + [{"type": "TEXT_MESSAGE_END", "messageId": "m"}, content("m")],
+        # deltas of two messages, interleaved; the second was never started
+        [{"type": "TEXT_MESSAGE_START", "messageId": "a"}, content("a"), content("b")],
+        # a delta that is not plain (a bad value, an extra field) between plain ones
+        [{"type": "TEXT_MESSAGE_START", "messageId": "m"}, content("m"), content("m", 5)]
+        + [content("m", subagentRunId="s"), content("m")],
+        # a chunk stream open: deltas go through its lanes
+        [{"type": "TEXT_MESSAGE_CHUNK", "messageId": "c", "delta": "a"}, content("c")]
+        + [content("c"), {"type": "TEXT_MESSAGE_CHUNK", "messageId": "d", "delta": "b"}],
+        # the run finishes, then deltas come
+        [{"type": "TEXT_MESSAGE_START", "messageId": "m"}, content("m"), RF, content("m")],
+    ],
+)
+def test_deltas_given_parsed_are_checked_as_their_bytes_are(events: list[Any]) -> None:
+    """The proxy gives the check each frame parsed already, and a run of plain text deltas
+    of one message takes a shorter way there: the verdicts are those of the bytes."""
+    frames = [RS, *events, RF]
+    as_bytes = verify_frames([orjson.dumps(e) for e in frames])
+    assert as_bytes, "each stream breaks a rule somewhere"
+    assert verify_frames([dict(e) for e in frames]) == as_bytes

@@ -13,7 +13,9 @@ The rules are those of ``tests/reference/test_projector_interop.py`` and
   says so in a problem;
 - a file the reference cannot read at all (not a JSON array) is one we refuse too.
 
-Our fold is also run in two halves joined by a checkpoint, which must change nothing.
+Our fold is also run in two halves joined by a checkpoint, which must change nothing; and
+our check is also given each frame as the recording proxy gives it (parsed already, where
+it is an object), which must change nothing either.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from recorder.errors import InputError
+from recorder.proxy.segments import parsed
 from recorder.reference.check import verify_frames
 from recorder.reference.inbound import NO_TYPE, NOT_JSON
 from recorder.reference.projector import Projection, Projector, fold
@@ -105,6 +108,11 @@ def _compare(trial: Trial, answer: dict[str, Any]) -> list[Disagreement]:
             found.append(Disagreement("fold-silent", f"the reference refuses the input: {error}"))
         return found
     violations = verify_frames(frames, state=state)
+    recorded = verify_frames([parsed(f) or f for f in frames], state=state)
+    if recorded != violations:
+        found.append(
+            Disagreement("verify-recorded", f"\n  bytes:  {violations}\n  parsed: {recorded}")
+        )
     if error is None and answer["outcome"] is not None:
         theirs = _canonical(answer["outcome"])
         if _shown(ours) != theirs:
