@@ -119,7 +119,9 @@ events = Table(
     metadata,
     Column("position", Position, primary_key=True, autoincrement=False),
     Column("thread_id", String, nullable=False),
-    Column("run_id", String, ForeignKey("runs.run_id"), nullable=False),
+    # No foreign key: every append checks its run under the run's lock (a key's check
+    # repeated that for every event: migration 0009_events_fk).
+    Column("run_id", String, nullable=False),
     Column("seq", Integer, nullable=False),
     Column("type", String, nullable=True),
     Column("payload", LargeBinary, nullable=False),
