@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 
 from recorder.proxy.legs import Answer
-from recorder.wire.sse import Frame, FrameSplitter
+from recorder.wire.sse import FrameSplitter
 
 READ_AHEAD = 2000  # frames the reader may hold before it waits for them to be taken
 
@@ -23,15 +23,15 @@ class FrameReader:
     def __init__(self, response: Answer, max_frame_bytes: int | None) -> None:
         self._response = response
         self._splitter = FrameSplitter(max_frame_bytes)
-        self._pending: list[Frame] = []
+        self._pending: list[bytes] = []  # each frame's data
         self._arrived = asyncio.Event()
         self._taken = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
 
-    async def first(self, seconds: float) -> list[Frame]:
-        """The frames in what the upstream sends within ``seconds``, read on the caller's
-        task; raises the client's ``UpstreamError`` or ``FrameTooLarge``."""
-        return self._splitter.feed(await self._response.read_within(seconds) or b"")
+    async def first(self, seconds: float) -> list[bytes]:
+        """The frames (their data) in what the upstream sends within ``seconds``, read on
+        the caller's task; raises the client's ``UpstreamError`` or ``FrameTooLarge``."""
+        return self._splitter.datas(await self._response.read_within(seconds) or b"")
 
     def start(self, name: str) -> None:
         """Read the rest on a task of its own."""
@@ -39,9 +39,9 @@ class FrameReader:
         # However the task ends (done, broken, cancelled), a take() waiting must wake.
         self._task.add_done_callback(lambda _task: self._arrived.set())
 
-    async def take(self) -> list[Frame] | None:
-        """Every frame read since the last take (waiting for one); None once the answer
-        is over or broke (``failure()`` says which)."""
+    async def take(self) -> list[bytes] | None:
+        """Every frame (its data) read since the last take (waiting for one); None once
+        the answer is over or broke (``failure()`` says which)."""
         # Check before waiting: a wake-up that came while the last batch was being recorded
         # is never lost.
         while not self._pending:
@@ -82,11 +82,11 @@ class FrameReader:
     async def _read(self) -> None:
         splitter = self._splitter
         while chunk := await self._response.readany():
-            frames = splitter.feed(chunk)
+            frames = splitter.datas(chunk)
             if frames:
                 self._pending.extend(frames)
                 self._arrived.set()
                 if len(self._pending) >= READ_AHEAD:
                     self._taken.clear()
                     await self._taken.wait()
-        self._pending.extend(splitter.close())
+        self._pending.extend(frame.data for frame in splitter.close())

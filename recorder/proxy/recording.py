@@ -70,7 +70,7 @@ from recorder.proxy.segments import (
 from recorder.redaction import Redactor
 from recorder.store import EventStore, NewEvent, NewRun
 from recorder.telemetry import RunEnd, RunWatch
-from recorder.wire.sse import Frame, FrameTooLarge, encode_frame, encode_frames
+from recorder.wire.sse import FrameTooLarge, encode_frame, encode_frames
 
 FIRST_WAIT = 0.05  # seconds the first events are awaited on the request's own task
 # A batch this large commits in a task of its own while the next is observed: the stream
@@ -243,7 +243,7 @@ class RunRecording:
 
     # -- one batch ----------------------------------------------------------------------------
 
-    async def _record(self, frames: list[Frame], overlap: bool = False) -> bool:
+    async def _record(self, frames: list[bytes], overlap: bool = False) -> bool:
         """Record and forward one batch; False when the recording must stop here.
 
         ``overlap``: when the batch is large or more frames are waiting already, it commits
@@ -257,8 +257,7 @@ class RunRecording:
         segment = runs.current
         part = _Part(segment, segment.next_seq)
         parts = self._unsent = [part]
-        for frame in frames:
-            data = frame[0]
+        for data in frames:
             if segment.phase is not SegmentPhase.OPEN and b"RUN_STARTED" in data:
                 segment = await runs.next_run(data)
             if part.segment is not segment:

@@ -46,46 +46,54 @@ class FrameSplitter:
         self._size = 0
 
     def feed(self, chunk: bytes) -> list[Frame]:
-        if not self._data and self._event is None and b"\r" not in chunk:
-            if (
-                not self._buf
-                and chunk[:6] == b"data: "
-                and chunk[-2:] == b"\n\n"
-                and chunk.count(b"\n") == 2
-            ):
-                # One event to a chunk, as a token stream is often written: nothing to split.
-                if self._max is not None and len(chunk) - 7 > self._max:
-                    raise FrameTooLarge(self._max)
-                return [_frame((chunk[6:-2], self._id, None))]
-            buf = self._buf + chunk if self._buf else chunk
-            if buf[:6] == b"data: ":
-                frames = self._single_lines(buf)
-                if frames is not None:
-                    return frames
-        return self._general(chunk)
+        datas = self._plain(chunk)
+        if datas is None:
+            return self._general(chunk)
+        event_id = self._id
+        return [_frame((data, event_id, None)) for data in datas]
 
-    def _single_lines(self, buf: bytes) -> list[Frame] | None:
-        """The common case: events of one ``data: `` line each (token streams), one or
-        many to a chunk, maybe the last one cut short. None when ``buf`` holds anything
-        else (other fields, comments, lines of one event, blank lines in a row): the
-        general path reads it."""
-        parts = buf.split(b"\n\n")
-        rest = parts.pop()  # what follows the last blank line: part of the next event
-        whole = len(buf) - len(rest)
-        # Exactly two LFs per event (its line end and the blank line), and every event
-        # starting "data: ": no event holds another line.
-        if buf.count(b"\n", 0, whole) != 2 * len(parts) or (
-            parts and buf.count(b"\n\ndata: ", 0, whole) != len(parts) - 1
-        ):
+    def datas(self, chunk: bytes) -> list[bytes]:
+        """The data of each event ``feed`` would hand out, alone: for a reader that keeps
+        nothing else of a frame (the proxy), with no ``Frame`` made per event."""
+        datas = self._plain(chunk)
+        if datas is None:
+            return [frame[0] for frame in self._general(chunk)]
+        return datas
+
+    def _plain(self, chunk: bytes) -> list[bytes] | None:
+        """The common case, quickly: events of one ``data: `` line each (token streams),
+        one or many to a chunk, maybe the last one cut short; their data. None when the
+        stream holds anything else here (other fields, comments, lines of one event, blank
+        lines in a row, CRs): the general path reads it."""
+        if self._data or self._event is not None or b"\r" in chunk:
             return None
-        limit = self._max
-        if limit is not None and (
-            len(rest) > limit or (parts and max(map(len, parts)) - 5 > limit)
+        if (
+            not self._buf
+            and chunk[:6] == b"data: "
+            and chunk[-2:] == b"\n\n"
+            and chunk.count(b"\n") == 2
         ):
+            # One event to a chunk, as a token stream is often written: nothing to split.
+            if self._max is not None and len(chunk) - 7 > self._max:
+                raise FrameTooLarge(self._max)
+            return [chunk[6:-2]]
+        buf = self._buf + chunk if self._buf else chunk
+        if buf[:6] != b"data: ":
+            return None
+        end = buf.rfind(b"\n\n")  # the blank line after the last whole event
+        if end < 0:
+            return None
+        datas = buf[6:end].split(b"\n\ndata: ")
+        # Exactly two LFs per event (its line end and the blank line): every event is one
+        # line, and each but the first began "data: " right after a blank line.
+        if buf.count(b"\n", 0, end + 2) != 2 * len(datas):
+            return None
+        rest = buf[end + 2 :]
+        limit = self._max
+        if limit is not None and (len(rest) > limit or max(map(len, datas)) + 1 > limit):
             return None  # the general path raises FrameTooLarge where it should
         self._buf = rest
-        event_id = self._id
-        return [_frame((part[6:], event_id, None)) for part in parts]
+        return datas
 
     def _general(self, chunk: bytes) -> list[Frame]:
         buf = self._buf + chunk if self._buf else chunk

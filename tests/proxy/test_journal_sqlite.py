@@ -112,11 +112,11 @@ def _fill(disk: Path) -> Path:
     """Take every free byte of the filesystem at ``disk``; the file that holds them."""
     filler = disk / "filler"
     block = b"\0" * 65536
-    with filler.open("wb") as file:
+    # Unbuffered: a write the disk refuses leaves nothing behind for close() to flush.
+    with filler.open("wb", buffering=0) as file:
         try:
             while True:
                 file.write(block)
-                file.flush()
         except OSError:
             pass
     return filler

@@ -34,11 +34,11 @@ async def test_a_reader_nobody_takes_from_stops_reading_and_loses_nothing() -> N
             while (batch := await asyncio.wait_for(reader.take(), 10)) is not None:
                 taken.extend(batch)
             assert reader.failure() is None
-            assert [frame.data[:16] for frame in taken[:2]] == [
+            assert [data[:16] for data in taken[:2]] == [
                 b'{"n":0,"pad":"pp',
                 b'{"n":1,"pad":"pp',
             ]
-            assert [int(f.data[5 : f.data.index(b",")]) for f in taken] == list(range(FRAMES))
+            assert [int(data[5 : data.index(b",")]) for data in taken] == list(range(FRAMES))
             await reader.stop()
         finally:
             await client.close()
@@ -56,7 +56,7 @@ async def test_a_broken_answer_is_the_reader_s_failure() -> None:
             taken = []
             while (batch := await asyncio.wait_for(reader.take(), 10)) is not None:
                 taken.extend(batch)
-            assert [f.data for f in taken] == [b'{"type":"RUN_STARTED"}']
+            assert taken == [b'{"type":"RUN_STARTED"}']
             assert "mid-answer" in str(reader.failure())
             await reader.stop()
         finally:
