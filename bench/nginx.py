@@ -3,7 +3,10 @@
 The benchmark starts its own nginx: a temporary configuration in the work directory, one
 worker, on a free loopback port, forwarding ``/agents/up`` and ``/agents/small`` to the
 benchmark's upstream with ``proxy_buffering off`` and kept-alive upstream connections (what
-a streaming deployment sets). Where nginx is not installed, its rows say "skipped" and why.
+a streaming deployment sets), each kept-alive connection dropped after 4 s idle, before the
+upstream's own 5 s (uvicorn's): nginx does not send a POST again on a connection the upstream
+closed as it was reused, it answers 502. Where nginx is not installed, its rows say "skipped"
+and why.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ http {{
     upstream agent {{
         server {upstream};
         keepalive 64;
+        keepalive_timeout 4s;
     }}
     server {{
         listen 127.0.0.1:{port};

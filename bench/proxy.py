@@ -40,8 +40,8 @@ async def run(ctx: Context) -> list[Row]:
         recorders = [path for path in ("commit", "buffered", "pg", "pg2") if urls.get(path)]
         pooled = {"pg": "commit-pg", "pg2": "commit-pg2"}  # the server pool's names
 
-        async def idle(path: str) -> None:
-            await ctx.pool.idle(pooled.get(path, path))
+        async def idle(path: str, timeout: float = 30.0) -> None:
+            await ctx.pool.idle(pooled.get(path, path), timeout)
 
         async def measure(path: str, alone: bool = True) -> float:
             """One stream's events/s; ``alone``: then the recorder's work behind the run
@@ -65,8 +65,8 @@ async def run(ctx: Context) -> list[Row]:
                 *(measure(spread[n % len(spread)], alone=False) for n in range(streams))
             )
             rate = streams * expected / (time.perf_counter() - started)
-            for recorder in recorders:
-                await idle(recorder)
+            for recorder in recorders:  # (many runs' checkpoints and indexing: minutes)
+                await idle(recorder, 300.0)
             return rate
 
         for path in paths:  # warm-up: connections, imports, the first run of each server
