@@ -26,6 +26,9 @@ depends_on: str | Sequence[str] | None = None
 # was asked for, 2 the delta's base is gone; in both of the latter nothing was written.
 # The thread's row is locked before the base is looked for (a purge that took the base
 # committed before, or waits for this call), and before the run's row is inserted.
+# A call sent again (its connection broke before the answer came) finds its own run, the
+# one with its owner, creation time and heartbeat, and changes nothing; a run of another
+# writer's with the id is a unique violation, as before.
 CREATE_RUN = """
 CREATE FUNCTION recorder_create_run(
     p_run text, p_thread text, p_agent text, p_status text,
@@ -39,6 +42,13 @@ DECLARE
     v_count integer;
 BEGIN
     o_status := 0;
+    SELECT false, r.parent_run_id, r.parent_inferred INTO o_created, o_parent, o_inferred
+        FROM runs r WHERE r.run_id = p_run AND r.thread_id = p_thread
+        AND r.owner IS NOT DISTINCT FROM p_owner AND r.created_at = p_now
+        AND r.heartbeat_at = p_beat;
+    IF FOUND THEN
+        RETURN;
+    END IF;
     o_parent := p_parent;
     o_inferred := p_inferred;
     IF p_new_thread THEN
@@ -64,15 +74,27 @@ BEGIN
             END IF;
         END IF;
         IF p_infer AND p_parent IS NULL THEN
-            INSERT INTO threads (thread_id, agent, created_at, updated_at, run_count)
-                VALUES (p_thread, p_agent, p_now, p_now, 0)
-                ON CONFLICT (thread_id) DO NOTHING;
-            GET DIAGNOSTICS v_count = ROW_COUNT;
-            o_created := v_count = 1;
+            -- The thread's latest run, read under its row's lock, then claimed; a thread
+            -- not there yet is inserted claimed (one that appeared meanwhile is locked).
             SELECT latest_run_id INTO o_parent FROM threads
                 WHERE thread_id = p_thread FOR UPDATE;
-            UPDATE threads SET updated_at = p_now, run_count = run_count + 1,
-                latest_run_id = p_run WHERE thread_id = p_thread;
+            o_created := NOT FOUND;
+            IF o_created THEN
+                INSERT INTO threads (thread_id, agent, created_at, updated_at, run_count,
+                                     latest_run_id)
+                    VALUES (p_thread, p_agent, p_now, p_now, 1, p_run)
+                    ON CONFLICT (thread_id) DO NOTHING;
+                GET DIAGNOSTICS v_count = ROW_COUNT;
+                o_created := v_count = 1;
+                IF NOT o_created THEN
+                    SELECT latest_run_id INTO o_parent FROM threads
+                        WHERE thread_id = p_thread FOR UPDATE;
+                END IF;
+            END IF;
+            IF NOT o_created THEN
+                UPDATE threads SET updated_at = p_now, run_count = run_count + 1,
+                    latest_run_id = p_run WHERE thread_id = p_thread;
+            END IF;
             o_inferred := o_parent IS NOT NULL;
         ELSE
             INSERT INTO threads (thread_id, agent, created_at, updated_at, run_count,
@@ -105,10 +127,13 @@ END $$
 # Events come in blocks: consecutive events of one run (``p_run_at``, an index into
 # ``p_runs``) from seq ``p_seq`` that share recorded_at and origin, the block's first
 # event being the ``p_start``-th of the call's; ``p_block`` names each event's block.
+# A call sent again (its connection broke before the answer came) finds its first run
+# already ending with the hash it brings for that run's last event (``p_ends``): it was
+# committed, whole; nothing is written again, and the position it took is answered.
 APPEND = """
 CREATE FUNCTION recorder_append(
     p_runs text[], p_counts integer[], p_firsts integer[], p_lasts bytea[],
-    p_now double precision,
+    p_ends bytea[], p_now double precision,
     p_run_at integer[], p_seq integer[], p_at double precision[], p_origin text[],
     p_start integer[],
     p_block integer[], p_types text[], p_payloads bytea[], p_hashes bytea[],
@@ -131,6 +156,15 @@ BEGIN
         IF v_row.status <> 'running' THEN
             o_problem := 2;
             o_status := v_row.status;
+            RETURN;
+        END IF;
+        IF i = 1 AND p_counts[1] > 0 AND v_row.event_count = p_firsts[1] + p_counts[1]
+            AND p_ends[1] = (SELECT e.hash FROM events e WHERE e.run_id = p_runs[1]
+                             AND e.seq = v_row.event_count - 1)
+        THEN
+            SELECT e.position - 1 INTO o_position FROM events e
+                WHERE e.run_id = p_runs[1] AND e.seq = p_firsts[1];
+            o_at := NULL;
             RETURN;
         END IF;
         IF v_row.event_count <> p_firsts[i] OR (p_firsts[i] > 0 AND p_lasts[i] IS DISTINCT FROM

@@ -12,6 +12,11 @@ An append's hashes chain from the run's last event, which the call does not read
 the store keeps each live run's ``Head`` (``HeadCache``), and the call checks it (count of
 events and last hash) under the run's lock before writing anything, so a stale one costs
 a fallback, never a broken chain.
+
+A call is sent again when its connection is found broken before its answer came: it may
+have committed. The functions know their own work when they meet it again (a run with the
+call's owner and times; a run ending with the hash the call brings for its last event),
+so a call sent twice writes once.
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ from recorder.store.statements import Body, Fetch
 from recorder.store.writes import Head, Kept, created_run, lineage
 
 CREATE_RUN = Fetch(f"SELECT * FROM recorder_create_run({', '.join(['?'] * 19)})")
-APPEND = Fetch(f"SELECT * FROM recorder_append({', '.join(['?'] * 14)})")
+APPEND = Fetch(f"SELECT * FROM recorder_append({', '.join(['?'] * 15)})")
 _THREAD_EXISTS, _BASE_GONE = 1, 2
 _UNKNOWN, _CLOSED, _MOVED = 1, 2, 3
 
@@ -43,10 +48,11 @@ def can_create(run: NewRun, kept: Kept) -> bool:
     )
 
 
-def create_run(run: NewRun, kept: Kept) -> Body[Run | None]:
+def create_run(run: NewRun, kept: Kept, beat: float) -> Body[Run | None]:
     """``writes.create_run`` in one call; None when the delta's base is gone (nothing was
-    written: the input is to be kept another way)."""
-    now, beat, parent, inferred, source = lineage(run)
+    written: the input is to be kept another way). ``beat``: the heartbeat (and the time,
+    when the run has none), the same in a call sent again."""
+    now, beat, parent, inferred, source = lineage(run, beat)
     infer = run.infer_parent and parent is None
     params = (
         run.run_id,
@@ -131,6 +137,7 @@ def append_batches(
         counts,
         firsts,
         lasts,
+        [after[run_id].hash for run_id in runs],
         now,
         run_at,
         seqs,

@@ -84,6 +84,7 @@ class Database(Protocol):
     of its own making (PostgreSQL: one round trip instead of three), once: it is sent again
     on another connection, when its connection is found broken, only if ``idempotent``.
     ``one_trip``: the database has the functions of ``calls.py`` (PostgreSQL, migrated).
+    ``small`` (a read): a few rows found by key, which SQLite reads on the event loop.
     """
 
     url: str
@@ -101,7 +102,7 @@ class Database(Protocol):
         alone: bool = False,
         idempotent: bool = False,
     ) -> T: ...
-    async def read(self, body: Callable[[], Body[T]]) -> T: ...
+    async def read(self, body: Callable[[], Body[T]], *, small: bool = False) -> T: ...
     async def migrate(self) -> None: ...
     async def listen(self, wake: asyncio.Event) -> None: ...
     async def close(self) -> None: ...
@@ -140,8 +141,8 @@ class SqlStore:
         kept = self._keep(run)
         created: Run | None = None
         if self.database.one_trip and calls.can_create(run, kept):
-            call = partial(calls.create_run, run, kept)
-            created = await self._write(call, 1, 0, taken, alone=True)
+            call = partial(calls.create_run, run, kept, time.time())
+            created = await self._write(call, 1, 0, taken, alone=True, idempotent=True)
             if created is None:  # the delta's base is gone: a tree (or whole) after all
                 kept = writes.Kept(tree=writes.input_tree(run.input))
         if created is None:
@@ -200,7 +201,7 @@ class SqlStore:
             found = None
             if heads is not None and not any(e.redacted for _r, es in batches for e in es):
                 call = partial(calls.append_batches, batches, heads)
-                found = await self._write(call, count, size, alone=True)
+                found = await self._write(call, count, size, alone=True, idempotent=True)
             if heads is None or found is None:
                 # A head unknown, or stale: the statements read the run's own.
                 heads = {}
@@ -325,7 +326,7 @@ class SqlStore:
     # -- reading ---------------------------------------------------------------------------
 
     async def get_run(self, run_id: str, *, input: bool = True) -> Run:
-        return await self._read(lambda: reads.get_run(run_id, input, self._chunks))
+        return await self._read(lambda: reads.get_run(run_id, input, self._chunks), small=True)
 
     async def read_events(
         self, run_id: str, *, gt: int = -1, lte: int | None = None, limit: int | None = None
@@ -338,13 +339,13 @@ class SqlStore:
         return await self._read(lambda: reads.read_after(position, limit, thread_id))
 
     async def max_position(self) -> int:
-        return await self._read(reads.max_position)
+        return await self._read(reads.max_position, small=True)
 
     async def list_runs(self, thread_id: str, *, inputs: bool = False) -> list[Run]:
         return await self._read(lambda: reads.list_runs(thread_id, inputs, self._chunks))
 
     async def get_thread(self, thread_id: str) -> Thread:
-        return await self._read(lambda: reads.get_thread(thread_id))
+        return await self._read(lambda: reads.get_thread(thread_id), small=True)
 
     async def list_redactions(self, run_id: str) -> list[Redaction]:
         return await self._read(lambda: reads.list_redactions(run_id))
@@ -362,12 +363,14 @@ class SqlStore:
         return await self._read(lambda: reads.lineage(run_id, inputs, self._chunks))
 
     async def nearest_checkpoint(self, run_id: str, seq: int) -> tuple[int, bytes] | None:
-        return await self._read(lambda: reads.nearest_checkpoint(run_id, seq, self._chunks))
+        return await self._read(
+            lambda: reads.nearest_checkpoint(run_id, seq, self._chunks), small=True
+        )
 
     async def run_checkpoint(
         self, run_id: str, seq: int | None = None
     ) -> tuple[Run, tuple[int, bytes] | None]:
-        return await self._read(lambda: reads.run_checkpoint(run_id, seq, self._chunks))
+        return await self._read(lambda: reads.run_checkpoint(run_id, seq, self._chunks), small=True)
 
     # -- annotations -----------------------------------------------------------------------
 
@@ -453,6 +456,6 @@ class SqlStore:
                 body, events=events, size=size, alone=alone, idempotent=idempotent
             )
 
-    async def _read(self, body: Callable[[], Body[T]]) -> T:
+    async def _read(self, body: Callable[[], Body[T]], *, small: bool = False) -> T:
         with store_errors(self.database.classify):
-            return await self.database.read(body)
+            return await self.database.read(body, small=small)

@@ -211,14 +211,17 @@ def create_run(run: NewRun, kept: Kept | None = None, dialect: str = "sqlite") -
     return created_run(run, parent, inferred, now, beat)
 
 
-def lineage(run: NewRun) -> tuple[float, float, str | None, bool, tuple[str | None, int | None]]:
+def lineage(
+    run: NewRun, beat: float | None = None
+) -> tuple[float, float, str | None, bool, tuple[str | None, int | None]]:
     """What creating ``run`` writes besides its own fields: its ``created_at`` and
-    heartbeat, its parent and whether that was inferred (as given; ``create_run`` infers
-    one when asked), and the source a thread created by it keeps. Refuses a NUL in an id."""
+    heartbeat (``beat``, default now), its parent and whether that was inferred (as given;
+    ``create_run`` infers one when asked), and the source a thread created by it keeps.
+    Refuses a NUL in an id."""
     _refuse_nul(run.run_id, run.thread_id, run.parent_run_id)
     # The heartbeat is the creation's own time, even for a run created with an earlier
     # ``created_at`` (an import): a writer is at work on it, not one that stopped long ago.
-    beat = time.time()
+    beat = time.time() if beat is None else beat
     now = run.created_at if run.created_at is not None else beat
     parent = run.parent_run_id
     # A new thread started from a given parent (a fork into a new thread) keeps the point

@@ -7,15 +7,18 @@ runs every method on PostgreSQL through these calls."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
+from functools import partial
 from typing import Any
 
 import asyncpg
 import pytest
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from recorder.errors import RunClosed
-from recorder.store import EventStore, NewEvent, NewRun, chain, open_store
+from recorder.errors import Conflict, RunClosed
+from recorder.store import EventStore, NewEvent, NewRun, calls, chain, open_store
 from recorder.store.migrations import upgrade
+from recorder.store.sql import SqlStore
+from recorder.store.writes import Head, Kept
 from tests.conftest import raw_sql
 
 pytestmark = pytest.mark.postgres
@@ -203,3 +206,34 @@ async def test_downgrading_drops_the_functions(pg_url: str) -> None:
         assert tuple((await sql(pg_url, found))[0]) == (None, None)
     finally:
         await engine.dispose()
+
+
+async def test_a_call_sent_again_writes_once(store: EventStore) -> None:
+    """A call whose connection broke before its answer came is sent again: it may have
+    committed, and the functions know their own work when they meet it again."""
+    assert isinstance(store, SqlStore)
+    await store.create_run(NewRun("s0", "ts", infer_parent=True))
+    run = NewRun("s1", "ts", infer_parent=True, input=b'{"x":1}', created_at=1700000000.0)
+    create = partial(calls.create_run, run, Kept(), 1700000001.0)
+    first = await store.database.write(create, alone=True)
+    again = await store.database.write(create, alone=True)
+    assert first is not None and again is not None
+    assert (first.parent_run_id, again.parent_run_id) == ("s0", "s0")
+    thread = await store.get_thread("ts")
+    assert (thread.run_count, thread.latest_run_id) == (2, "s1")
+    assert (await store.get_run("s1")).input == b'{"x":1}'
+
+    genesis = chain.run_genesis("ts", "s1")
+    heads = {"s1": Head(0, genesis)}
+    batches = [("s1", events(b"a", b"b"))]
+    append = partial(calls.append_batches, batches, dict(heads))
+    done = await store.database.write(append, alone=True)
+    resent = await store.database.write(
+        partial(calls.append_batches, batches, dict(heads)), alone=True
+    )
+    assert done == resent and [a.seq for a in done[0]] == [0, 1]
+    assert [e.payload for e in await store.read_events("s1")] == [b"a", b"b"]
+    assert (await store.get_run("s1")).event_count == 2
+    # Another writer's run with the id is still a duplicate, not the call's own.
+    with pytest.raises(Conflict):
+        await store.create_run(NewRun("s1", "ts", infer_parent=True))
