@@ -137,7 +137,7 @@ class PostgresDatabase:
         async with self._pool.acquire() as conn:
             return await drive(conn, body(), transaction=True)
 
-    async def read(self, body: Callable[[], Body[T]]) -> T:
+    async def read(self, body: Callable[[], Body[T]], *, small: bool = False) -> T:
         try:
             async with self._pool.acquire() as conn:
                 return await drive(conn, body(), transaction=False)

@@ -93,6 +93,24 @@ class SQLiteWriter:
                     await running
                 raise
 
+    def read_inline(self, work: Callable[[sqlite3.Connection], T]) -> tuple[bool, T | None]:
+        """``work`` (a read) right here on the loop's connection, outside any transaction:
+        ``(True, its result)``; ``(False, None)`` when it cannot run here (no such
+        connection, or the file is busy: the caller reads on a thread instead). No write
+        of this connection is ever under way between two awaits, and a WAL reader waits
+        for no writer."""
+        if self._closing:
+            return False, None
+        conn = self._inline_connection()
+        if conn is None:
+            return False, None
+        try:
+            return True, work(conn)
+        except sqlite3.OperationalError as exc:
+            if exc.sqlite_errorcode & 0xFF not in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
+                raise
+            return False, None
+
     async def close(self) -> None:
         loop = asyncio.get_running_loop()
         self._closing = True  # no checkpoint is scheduled from here on
