@@ -17,7 +17,7 @@ lifespan state), the body as one message, and a ``send`` that hands the answer o
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from recorder.errors import Disconnected, UpstreamTimeout
@@ -159,14 +159,16 @@ class AppLeg:
         """This leg, calling the app with the client's own request scope."""
         return AppLeg(self.app, self.path, idle_timeout=self._idle, scope=scope)
 
-    async def post(self, body: bytes, headers: Mapping[str, str]) -> AppAnswer:
+    async def post(
+        self, body: bytes, headers: Mapping[str, str], sent: Callable[[], None] | None = None
+    ) -> AppAnswer:
         answer = AppAnswer(self._idle)
-        sent = False
+        given = False
 
         async def receive() -> dict[str, Any]:
-            nonlocal sent
-            if not sent:
-                sent = True
+            nonlocal given
+            if not given:
+                given = True
                 return {"type": "http.request", "body": body, "more_body": False}
             return await answer.receive_after()
 
@@ -176,6 +178,8 @@ class AppLeg:
         )
         answer.task = task
         task.add_done_callback(answer.app_done)
+        if sent is not None:
+            sent()
         try:
             await answer.head()
         except TimeoutError:

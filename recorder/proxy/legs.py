@@ -8,7 +8,7 @@ recording, its guarantees and its faults are the same either way.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Protocol
 
 from recorder.config import AgentConfig, Settings
@@ -41,8 +41,12 @@ class Answer(Protocol):
 
 
 class AgentLeg(Protocol):
-    async def post(self, body: bytes, headers: Mapping[str, str]) -> Answer:
-        """Send the run's input; returns once the answer's head arrived."""
+    async def post(
+        self, body: bytes, headers: Mapping[str, str], sent: Callable[[], None] | None = None
+    ) -> Answer:
+        """Send the run's input; returns once the answer's head arrived. ``sent`` is called
+        as soon as the request is on its way (what the caller does then, the agent's time
+        covers)."""
         ...
 
 
@@ -56,8 +60,10 @@ class HttpLeg:
         self._settings = settings
         self._own = {k.lower(): v for k, v in agent.headers.items()}
 
-    async def post(self, body: bytes, headers: Mapping[str, str]) -> Response:
-        sent = forwarded_headers(headers, self._settings)
+    async def post(
+        self, body: bytes, headers: Mapping[str, str], sent: Callable[[], None] | None = None
+    ) -> Response:
+        forwarded = forwarded_headers(headers, self._settings)
         if self._own:
-            sent |= self._own
-        return await self.client.post(self.url, body, sent)
+            forwarded |= self._own
+        return await self.client.post(self.url, body, forwarded, sent)

@@ -213,6 +213,7 @@ class Proxy:
             run_id=run_id,
             thread_id=thread_id,
             agent=agent,
+            created_at=time.time(),
             input=body,
             input_redacted=redacted,
             parent_run_id=parent_id,
@@ -236,8 +237,13 @@ class Proxy:
     ) -> Relay | Stream:
         """Post ``body`` (as the client sent it) to the agent; ``stored`` is the input as
         recorded (redacted), whose messages begin the thread's searchable text."""
+        prepared: list[RunRecording] = []
+
+        def sent() -> None:  # the recording is made while the agent works on the request
+            prepared.append(RunRecording(self, run, message_texts(stored), watch))
+
         try:
-            response = await leg.post(body, headers)
+            response = await leg.post(body, headers, sent)
         except UpstreamError as exc:
             message = f"upstream agent unreachable: {exc}"
             await self._fail_early(run, message, "upstream_unreachable", watch)
@@ -252,7 +258,8 @@ class Proxy:
             error = f"upstream answered content type {content_type!r}, not text/event-stream"
             await self._fail_early(run, error, "upstream_bad_content_type", watch)
             return Relay(502, orjson.dumps({"detail": error}), "application/json")
-        recording = RunRecording(self, run, response, message_texts(stored), watch)
+        recording = prepared[0] if prepared else RunRecording(self, run, [], watch)
+        recording.attach(response)
         if streaming is not None:
             try:
                 await streaming(run.run_id)

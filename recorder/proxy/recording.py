@@ -111,16 +111,16 @@ class LeftOpen:
 
 
 class RunRecording:
-    def __init__(
-        self, host: Host, run: NewRun, response: Answer, summary: list[str], watch: RunWatch
-    ) -> None:
+    def __init__(self, host: Host, run: NewRun, summary: list[str], watch: RunWatch) -> None:
+        """Everything but the answer, made while the agent works on the request: the
+        answer comes with ``attach``."""
         self._host = host
         self._watch = watch
         self._silent = True  # no event of the agent's yet
         self._settings = host.settings
         self.run_id = run.run_id
         self.phase = Phase.HEAD
-        self._reader = FrameReader(response, self._settings.max_frame_bytes)
+        self._reader: FrameReader
         self._runs = ResponseRuns(host.store, host.owner, run, Summary(summary, host.redactor))
         self._commits = _Commits(host.committer, self._settings.on_store_failure)
         self.output = ClientOutput(self._client_left)
@@ -129,6 +129,10 @@ class RunRecording:
         # a batch observed but not yet handed to a commit.
         self._inflight: asyncio.Task[bool] | None = None
         self._unsent: list[_Part] | None = None
+
+    def attach(self, response: Answer) -> None:
+        """The agent's answer, whose head arrived: what the recording reads."""
+        self._reader = FrameReader(response, self._settings.max_frame_bytes)
 
     async def begin(self) -> None:
         """Record the first events on the request's task, then go on, on a task of its own.

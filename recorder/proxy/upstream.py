@@ -34,6 +34,7 @@ import ssl
 import time
 import zlib
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, cast
 from urllib.parse import urlsplit
@@ -325,23 +326,31 @@ class UpstreamClient:
         self._idle: dict[tuple[str, str, int], list[_Connection]] = {}
         self._closed = False
 
-    async def post(self, url: str, body: bytes, headers: dict[str, str]) -> Response:
-        """Send ``body``; returns once the answer's head arrived."""
+    async def post(
+        self,
+        url: str,
+        body: bytes,
+        headers: dict[str, str],
+        sent: Callable[[], None] | None = None,
+    ) -> Response:
+        """Send ``body``; returns once the answer's head arrived. ``sent()`` is called once,
+        when the request is first written."""
         target = _target(url)
         request = _request(target, body, headers)
         conn = self._pooled(target.key)
         if conn is not None:
-            sent = time.monotonic()
+            began = time.monotonic()
             try:
-                return await self._exchange(target.key, conn, request)
+                return await self._exchange(target.key, conn, request, sent)
             except Disconnected:
                 # Retried once, on a new connection, only when the pooled connection ended
                 # at once and without a byte of answer: the agent had closed it, idle, as
                 # the request came. Later, the agent may have been running the request.
-                if conn.answered or time.monotonic() - sent > _STALE_WINDOW:
+                if conn.answered or time.monotonic() - began > _STALE_WINDOW:
                     raise
+                sent = None  # (called already)
         conn = await self._connect(target.key)
-        return await self._exchange(target.key, conn, request)
+        return await self._exchange(target.key, conn, request, sent)
 
     async def close(self) -> None:
         self._closed = True
@@ -351,12 +360,18 @@ class UpstreamClient:
         self._idle.clear()
 
     async def _exchange(
-        self, key: tuple[str, str, int], conn: _Connection, request: bytes
+        self,
+        key: tuple[str, str, int],
+        conn: _Connection,
+        request: bytes,
+        sent: Callable[[], None] | None = None,
     ) -> Response:
         late = UpstreamTimeout(f"the agent did not answer within {self.idle_timeout:g} s")
         timer = asyncio.get_running_loop().call_later(self.idle_timeout, conn.fail, late)
         try:
             conn.send(request)
+            if sent is not None:
+                sent()
             await conn.head
         except BaseException:
             conn.close()

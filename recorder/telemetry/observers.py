@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from operator import attrgetter
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
@@ -46,6 +46,22 @@ class Telemetry:
         self.sinks = tuple(sinks)
         # tool call id -> (when it started, agent, tool name)
         self._tool_calls: dict[str, tuple[float, str, str]] = {}
+        # agent -> its children of the metrics every run touches (``labels()`` is a lock
+        # and a lookup: a few of them on every run's way to its first event).
+        self._children: dict[str, _AgentMetrics] = {}
+
+    def children(self, agent: str) -> _AgentMetrics:
+        found = self._children.get(agent)
+        if found is None:
+            metrics = self.metrics
+            assert metrics is not None
+            found = self._children[agent] = _AgentMetrics(
+                metrics.runs_started.labels(agent),
+                metrics.first_event.labels(agent),
+                metrics.run_duration.labels(agent),
+                metrics.recorded.of(agent),
+            )
+        return found
 
     def run(self, agent: str | None, run_id: str, posted: Mapping[str, Any]) -> RunWatch:
         watch = _Watch(self, agent, run_id)
@@ -102,11 +118,19 @@ class Telemetry:
             self.metrics.tool_call.labels(agent, tool).observe(now - at)
 
 
+class _AgentMetrics(NamedTuple):
+    runs_started: Any
+    first_event: Any
+    run_duration: Any
+    recorded: list[float]  # [events, bytes]
+
+
 class _Watch:
     """One recorded response's clock and counters."""
 
     __slots__ = (
         "_agent",
+        "_children",
         "_first",
         "_label",
         "_runs",
@@ -126,16 +150,17 @@ class _Watch:
         self._runs = {run_id}
         metrics = telemetry.metrics
         if metrics is not None:
-            metrics.runs_started.labels(self._label).inc()
+            self._children = children = telemetry.children(self._label)
+            children.runs_started.inc()
             metrics.live_runs.inc()
-            self._tally = metrics.recorded.of(self._label)
+            self._tally = children.recorded
 
     def first_event(self) -> None:
         if self._first is not None:
             return
         self._first = time.perf_counter() - self._started
         if self._telemetry.metrics is not None:
-            self._telemetry.metrics.first_event.labels(self._label).observe(self._first)
+            self._children.first_event.observe(self._first)
 
     def recorded(self, run_id: str, events: Sequence[CommittedEvent]) -> None:
         metrics = self._telemetry.metrics
@@ -143,7 +168,7 @@ class _Watch:
             return
         if run_id not in self._runs:  # a later run in the same response
             self._runs.add(run_id)
-            metrics.runs_started.labels(self._label).inc()
+            self._children.runs_started.inc()
             metrics.live_runs.inc()
         tally = self._tally
         tally[0] += len(events)
@@ -157,7 +182,7 @@ class _Watch:
         if metrics is not None:
             metrics.runs_ended.labels(self._label, end.status).inc()
             metrics.live_runs.dec()
-            metrics.run_duration.labels(self._label).observe(duration)
+            self._children.run_duration.observe(duration)
             if end.code in UPSTREAM_CODES:
                 metrics.upstream_errors.labels(self._label, end.code).inc()
         report = RunReport(end, self._agent, self._first, duration, self._wall)
