@@ -141,10 +141,15 @@ class ChunkCache:
     root found in a committed row is ever looked up. When full, it starts over. Shared by
     the reader threads: each operation on the dict is atomic, and a lost update costs
     only a read.
+
+    It also keeps the bytes under each level-1 node it was asked to join (its leaves,
+    joined in order): a tree is then joined from a few lookups per node rather than one
+    per leaf.
     """
 
     def __init__(self, budget: int = 64 * 1024 * 1024) -> None:
         self._chunks: dict[bytes, Chunk] = {}
+        self._joined: dict[bytes, bytes] = {}
         self._size = 0
         self._budget = budget
 
@@ -156,8 +161,21 @@ class ChunkCache:
             if chunk.hash not in self._chunks:
                 self._chunks[chunk.hash] = chunk
                 self._size += len(chunk.data) + 100
+        self._bound()
+
+    def joined(self, key: bytes) -> bytes | None:
+        """The bytes under level-1 node ``key``, when they were joined before."""
+        return self._joined.get(key)
+
+    def keep_joined(self, key: bytes, data: bytes) -> None:
+        self._joined[key] = data
+        self._size += len(data) + 100
+        self._bound()
+
+    def _bound(self) -> None:
         if self._size > self._budget:
             self._chunks = {}
+            self._joined = {}
             self._size = 0
 
 

@@ -169,18 +169,27 @@ def _cached(root: bytes, cache: ChunkCache) -> bytes | None:
     stack = [root]
     get = cache.get
     while stack:
-        chunk = get(stack.pop())
+        key = stack.pop()
+        joined = cache.joined(key)
+        if joined is not None:
+            out.append(joined)
+            continue
+        chunk = get(key)
         if chunk is None:
             return None
         data = chunk.data
         if chunk.level == 0:
             out.append(data)
-        elif chunk.level == 1:  # its children are leaves: joined here, in order
+        elif chunk.level == 1:  # its children are leaves: joined here, in order, once
+            parts: list[bytes] = []
             for i in range(0, len(data), HASH_BYTES):
                 leaf = get(data[i : i + HASH_BYTES])
                 if leaf is None or leaf.level:
                     return None
-                out.append(leaf.data)
+                parts.append(leaf.data)
+            joined = b"".join(parts)
+            cache.keep_joined(key, joined)
+            out.append(joined)
         else:  # its children, the first on top
             stack += [
                 data[i : i + HASH_BYTES] for i in range(len(data) - HASH_BYTES, -1, -HASH_BYTES)
