@@ -175,26 +175,31 @@ def test_ordinary_patches_that_wait_still_decide_a_later_one(ordinary: int) -> N
     assert [v.index for v in found] == [ordinary + 2]
 
 
-def content(message: str, text: str = "x", **extra: Any) -> dict[str, Any]:
+def content(message: str, text: Any = "x", **extra: Any) -> dict[str, Any]:
     return {"type": "TEXT_MESSAGE_CONTENT", "messageId": message, "delta": text, **extra}
+
+
+def chunk(message: str) -> dict[str, Any]:
+    return {"type": "TEXT_MESSAGE_CHUNK", "messageId": message, "delta": "a"}
+
+
+START_M = {"type": "TEXT_MESSAGE_START", "messageId": "m"}
+END_M = {"type": "TEXT_MESSAGE_END", "messageId": "m"}
 
 
 @pytest.mark.parametrize(
     "events",
     [
         # the message ends, then a delta of it comes
-        [{"type": "TEXT_MESSAGE_START", "messageId": "m"}, content("m"), content("m")]
-        + [{"type": "TEXT_MESSAGE_END", "messageId": "m"}, content("m")],
+        [START_M, content("m"), content("m"), END_M, content("m")],
         # deltas of two messages, interleaved; the second was never started
         [{"type": "TEXT_MESSAGE_START", "messageId": "a"}, content("a"), content("b")],
         # a delta that is not plain (a bad value, an extra field) between plain ones
-        [{"type": "TEXT_MESSAGE_START", "messageId": "m"}, content("m"), content("m", 5)]
-        + [content("m", subagentRunId="s"), content("m")],
+        [START_M, content("m"), content("m", 5), content("m", subagentRunId="s"), content("m")],
         # a chunk stream open: deltas go through its lanes
-        [{"type": "TEXT_MESSAGE_CHUNK", "messageId": "c", "delta": "a"}, content("c")]
-        + [content("c"), {"type": "TEXT_MESSAGE_CHUNK", "messageId": "d", "delta": "b"}],
+        [chunk("c"), content("c"), content("c"), chunk("d")],
         # the run finishes, then deltas come
-        [{"type": "TEXT_MESSAGE_START", "messageId": "m"}, content("m"), RF, content("m")],
+        [START_M, content("m"), RF, content("m")],
     ],
 )
 def test_deltas_given_parsed_are_checked_as_their_bytes_are(events: list[Any]) -> None:
