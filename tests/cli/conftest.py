@@ -9,12 +9,13 @@ import sys
 import threading
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.servers import conversation, demo_upstream, post_run, recorder_at, user
+from tests.servers import conversation, demo_upstream, eventually, post_run, recorder_at, user
 
 RECORDER = str(Path(sys.executable).parent / "recorder")
 TOKEN = "s3cret"
@@ -103,8 +104,7 @@ async def recorded(db_url: str) -> AsyncIterator[Recorded]:
             base_url=rec, timeout=60, trust_env=False, headers={"authorization": f"Bearer {TOKEN}"}
         ) as http,
     ):
-        await conversation(http, rec, "t1")
-        await conversation(http, rec, "t2")
+        runs = await conversation(http, rec, "t1") + await conversation(http, rec, "t2")
         same = {"atSeq": 12, "messages": ["Rome?"], "runId": "t1-f", "strategy": "same-thread"}
         await post_run(http, f"{rec}/runs/t1-r1/fork", same)
         branch = {"messages": ["And Oslo?"], "runId": "t2-f", "threadId": "t2-branch"}
@@ -116,4 +116,12 @@ async def recorded(db_url: str) -> AsyncIterator[Recorded]:
             "forwardedProps": {"demo": {"extra": 3000}},
         }
         await post_run(http, f"{rec}/agents/demo", long)
+        # A client has read a run's last event before the recorder closes it: questions
+        # asked of the database (closed runs only, for the index) wait for every close.
+        for run in [*runs, "t1-f", "t2-f", "long"]:
+            await eventually(partial(_closed, http, run), f"run {run!r} closed", timeout=30)
         yield Recorded(rec, db_url, http, upstream)
+
+
+async def _closed(http: httpx.AsyncClient, run_id: str) -> bool:
+    return (await http.get(f"/runs/{run_id}")).json()["status"] != "running"
