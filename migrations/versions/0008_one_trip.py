@@ -126,7 +126,11 @@ END $$
 # written: its count of events and its last event's hash, as the caller expects them.
 # Events come in blocks: consecutive events of one run (``p_run_at``, an index into
 # ``p_runs``) from seq ``p_seq`` that share recorded_at and origin, the block's first
-# event being the ``p_start``-th of the call's; ``p_block`` names each event's block.
+# event being the ``p_start``-th of the call's. The events themselves come as a few
+# values, not arrays of one element each (a driver encodes those element by element):
+# ``p_payloads`` and ``p_hashes`` (32 bytes each) joined, and as comma-separated numbers
+# each event's block (``p_blocks``), type (``p_kinds``: an index into ``p_types``, 0 for
+# none) and payload's length (``p_lengths``).
 # A call sent again (its connection broke before the answer came) finds its first run
 # already ending with the hash it brings for that run's last event (``p_ends``): it was
 # committed, whole; nothing is written again, and the position it took is answered.
@@ -135,8 +139,8 @@ CREATE FUNCTION recorder_append(
     p_runs text[], p_counts integer[], p_firsts integer[], p_lasts bytea[],
     p_ends bytea[], p_now double precision,
     p_run_at integer[], p_seq integer[], p_at double precision[], p_origin text[],
-    p_start integer[],
-    p_block integer[], p_types text[], p_payloads bytea[], p_hashes bytea[],
+    p_start integer[], p_types text[],
+    p_blocks text, p_kinds text, p_lengths text, p_payloads bytea, p_hashes bytea,
     OUT o_problem integer, OUT o_at integer, OUT o_status text, OUT o_position bigint
 ) LANGUAGE plpgsql AS $$
 DECLARE
@@ -184,9 +188,13 @@ BEGIN
     INSERT INTO events (position, thread_id, run_id, seq, type, payload, recorded_at,
                         origin, hash)
         SELECT o_position + e.n, r.thread_id, r.run_id, b.seq + (e.n - b.start)::integer,
-               e.type, e.payload, b.at, b.origin, e.hash
-        FROM unnest(p_block, p_types, p_payloads, p_hashes) WITH ORDINALITY
-                AS e(block, type, payload, hash, n)
+               p_types[e.kind], substring(p_payloads FROM e.first_byte FOR e.length), b.at,
+               b.origin, substring(p_hashes FROM (e.n - 1)::integer * 32 + 1 FOR 32)
+        FROM (SELECT u.*, (sum(u.length) OVER (ORDER BY u.n) - u.length + 1)::integer AS first_byte
+              FROM unnest(string_to_array(p_blocks, ',')::integer[],
+                          string_to_array(p_kinds, ',')::integer[],
+                          string_to_array(p_lengths, ',')::integer[]) WITH ORDINALITY
+                   AS u(block, kind, length, n)) e
         JOIN unnest(p_run_at, p_seq, p_at, p_origin, p_start) WITH ORDINALITY
                 AS b(run_at, seq, at, origin, start, k) ON b.k = e.block
         JOIN unnest(p_runs, v_threads) WITH ORDINALITY AS r(run_id, thread_id, j)

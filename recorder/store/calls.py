@@ -33,7 +33,7 @@ from recorder.store.statements import Body, Fetch
 from recorder.store.writes import Head, Kept, created_run, lineage
 
 CREATE_RUN = Fetch(f"SELECT * FROM recorder_create_run({', '.join(['?'] * 19)})")
-APPEND = Fetch(f"SELECT * FROM recorder_append({', '.join(['?'] * 15)})")
+APPEND = Fetch(f"SELECT * FROM recorder_append({', '.join(['?'] * 17)})")
 _THREAD_EXISTS, _BASE_GONE = 1, 2
 _UNKNOWN, _CLOSED, _MOVED = 1, 2, 3
 
@@ -90,7 +90,12 @@ def append_batches(
 ) -> Body[list[list[Appended]] | None]:
     """``writes.append_batches`` in one call, chained from ``heads`` (every run's, which
     is brought up to date); None when a run's events are not where its head says (nothing
-    was written). No event may carry a redaction (their rows are the statements' job)."""
+    was written). No event may carry a redaction (their rows are the statements' job).
+
+    The events go as a few values rather than arrays of one element each (which the
+    driver checks and encodes element by element, at several microseconds an event): their
+    payloads and their hashes each joined into one bytea, their lengths, types (an index
+    into the call's few distinct types) and blocks as comma-separated numbers."""
     now = time.time()
     runs: dict[str, int] = {}  # run id -> its index (1-based) in the call
     firsts: list[int] = []
@@ -101,8 +106,11 @@ def append_batches(
     ats: list[float] = []
     origins: list[str] = []
     starts: list[int] = []
-    block: list[int] = []
-    columns: list[Any] = []  # type, payload, hash of each event
+    blocks: list[int] = []
+    kinds: list[int] = []
+    payloads: list[bytes] = []
+    hashes: list[bytes] = []
+    distinct: dict[str | None, int] = {None: 0}  # a type -> its number (1-based); None: 0
     after: dict[str, Head] = {}  # each run's head as this call leaves it
     sha256, seq_bytes, types = chain.sha256, chain.SEQ_BYTES, chain.STORED_TYPES
     for run_id, events in batches:
@@ -117,6 +125,7 @@ def append_batches(
         seq, previous = after[run_id]
         counts[index - 1] += len(events)
         at, source = -1.0, ""  # (no event has these: the first begins a block)
+        block = len(starts)
         for payload, kind, origin, when, _redaction in events:
             stored, tail = types.get(kind) or chain.stored_type(kind)
             when = now if when is None else when
@@ -126,10 +135,16 @@ def append_batches(
                 seqs.append(seq)
                 ats.append(when)
                 origins.append(origin)
-                starts.append(len(block) + 1)
+                starts.append(len(payloads) + 1)
+                block = len(starts)
             previous = sha256(previous + seq_bytes(seq) + tail + payload).digest()
-            block.append(len(starts))
-            columns += (stored, payload, previous)
+            number = distinct.get(stored)
+            if number is None:
+                number = distinct[stored] = len(distinct)
+            kinds.append(number)
+            blocks.append(block)
+            payloads.append(payload)
+            hashes.append(previous)
             seq += 1
         after[run_id] = Head(seq, previous)
     params = (
@@ -144,10 +159,12 @@ def append_batches(
         ats,
         origins,
         starts,
-        block,
-        columns[0::3],
-        columns[1::3],
-        columns[2::3],
+        [kind for kind in distinct if kind is not None],
+        ",".join(map(str, blocks)),
+        ",".join(map(str, kinds)),
+        ",".join(map(str, map(len, payloads))),
+        b"".join(payloads),
+        b"".join(hashes),
     )
     ((problem, at_run, status, position),) = yield APPEND, params
     if problem == _MOVED:
