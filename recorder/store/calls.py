@@ -24,7 +24,6 @@ from __future__ import annotations
 import time
 from collections import OrderedDict
 from collections.abc import Sequence
-from typing import Any
 
 from recorder.errors import Conflict, RunClosed, RunNotFound
 from recorder.store import chain
