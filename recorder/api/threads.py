@@ -65,7 +65,9 @@ async def thread_state(
     seq: int | None = Query(None, description="after this event (-1: before the first)"),
 ) -> JSON:
     await visible_thread(runtime, principal, thread_id)
-    at = await views.thread_state(runtime.store, runtime.history, thread_id, run_id=runId, seq=seq)
+    at = await views.thread_state(
+        runtime.store, runtime.history, thread_id, run_id=runId, seq=seq, to_send=True
+    )
     return JSON(at)
 
 

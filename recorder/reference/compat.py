@@ -135,6 +135,8 @@ _TRANSLATIONS: Final[
 }
 TRANSLATED_TYPES: Final = frozenset(_TRANSLATIONS)
 """Types the boundary may change; any other event needs it only for a ``rawEvent: null``."""
+MINTING_TYPES: Final = frozenset(t for t in _TRANSLATIONS if t.startswith("THINKING_"))
+"""Types whose translation may mint an id: one no message holds (the others' are local)."""
 
 
 def _omit_null(record: JSONObject, field: str) -> None:

@@ -29,7 +29,7 @@ from typing import Any, Final
 import orjson
 
 from recorder.errors import InputError
-from recorder.reference import Frame, JSONObject, JSONValue
+from recorder.reference import Frame, JSONObject, JSONValue, layout
 from recorder.reference.chunks import ChunkLanes
 from recorder.reference.compat import Compatibility
 from recorder.reference.inbound import Inbound
@@ -180,31 +180,43 @@ class Projector(Inbound):
     # -- checkpoints ----------------------------------------------------------------------------
 
     def checkpoint(self) -> bytes:
-        return dump(
-            {
-                "version": _CHECKPOINT_VERSION,
-                "frames": self._frames,
-                "messages": self.messages.items,
-                "aliases": self.messages.alias_groups(),
-                "state": self.state.value,
-                "stateUndefined": self.state.undefined,
-                "stateCyclic": self.state.cyclic,
-                "slow": self._slow,
-                "pendingInterrupts": self.interrupts,
-                "lanes": self._lanes.to_json(),
-                "compat": self._compat.to_json(),
-                "problems": [[p.index, p.type, p.message] for p in self.problems],
-            },
-            exact=True,
-        )
+        rest: JSONObject = {
+            "frames": self._frames,
+            "state": self.state.value,
+            "stateUndefined": self.state.undefined,
+            "stateCyclic": self.state.cyclic,
+            "slow": self._slow,
+            "pendingInterrupts": self.interrupts,
+            "lanes": self._lanes.to_json(),
+            "compat": self._compat.to_json(),
+            "problems": [[p.index, p.type, p.message] for p in self.problems],
+        }
+        if not self._slow and not self.messages.aliased:
+            laid = layout.lay_out(self.messages.items, {"version": layout.VERSION, **rest})
+            if laid is not None:
+                return laid
+        aliases = self.messages.alias_groups()
+        whole = {"version": _CHECKPOINT_VERSION, "messages": self.messages.items, **rest}
+        return dump({**whole, "aliases": aliases}, exact=True)
 
     @classmethod
     def restore(cls, data: bytes) -> Projector:
+        saved = cls._saved(data)
         try:
-            saved = parse(data)
-            if saved["version"] != _CHECKPOINT_VERSION:
-                raise ValueError(f"unknown checkpoint version {saved['version']!r}")
             return cls._from_checkpoint(saved)
+        except (LookupError, TypeError, ValueError, AttributeError) as exc:
+            raise InputError("not a projector checkpoint") from exc
+
+    @classmethod
+    def resumed(cls, rest: bytes, messages: list[Any]) -> Projector:
+        """A projector from a laid-out checkpoint's ``rest`` (``layout.Layout``) holding only
+        ``messages``, the last of the checkpoint's (``layout.tail``): for events that touch
+        no other (``layout.first_touched``)."""
+        try:
+            saved = parse(rest)
+            if saved["version"] != layout.VERSION:
+                raise ValueError(f"unknown checkpoint version {saved['version']!r}")
+            return cls._from_checkpoint({**saved, "messages": messages, "aliases": []})
         except (LookupError, TypeError, ValueError, AttributeError) as exc:
             raise InputError("not a projector checkpoint") from exc
 
@@ -212,21 +224,54 @@ class Projector(Inbound):
     def projection_of(cls, data: bytes) -> Projection:
         """What ``restore(data).take()`` gives, without the index of messages that only
         feeding more events would need: the cheap way to answer at a checkpoint."""
+        saved = cls._saved(data)
         try:
-            saved = parse(data)
-            if saved["version"] != _CHECKPOINT_VERSION:
-                raise ValueError(f"unknown checkpoint version {saved['version']!r}")
             items = saved["messages"]
             for group in saved["aliases"]:  # the same object, as the reference had it
                 for position in group[1:]:
                     items[position] = items[group[0]]
-            state = StateDocument(
-                saved["state"],
-                undefined=bool(saved["stateUndefined"]),
-                cyclic=bool(saved["stateCyclic"]),
-            )
-            problems = tuple(Problem(int(i), t, str(m)) for i, t, m in saved["problems"])
-            return Projection(items, state.value, saved["pendingInterrupts"], problems)
+            return Projection(items, *cls._shown(saved))
+        except (LookupError, TypeError, ValueError, AttributeError) as exc:
+            raise InputError("not a projector checkpoint") from exc
+
+    @classmethod
+    def shown_at(cls, rest: bytes) -> tuple[JSONValue, list[JSONObject], tuple[Problem, ...]]:
+        """State, pending interrupts and problems from a laid-out checkpoint's ``rest``."""
+        try:
+            saved = parse(rest)
+            if saved["version"] != layout.VERSION:
+                raise ValueError(f"unknown checkpoint version {saved['version']!r}")
+            return cls._shown(saved)
+        except (LookupError, TypeError, ValueError, AttributeError) as exc:
+            raise InputError("not a projector checkpoint") from exc
+
+    @staticmethod
+    def _shown(saved: JSONObject) -> tuple[JSONValue, list[JSONObject], tuple[Problem, ...]]:
+        state = StateDocument(
+            saved["state"],
+            undefined=bool(saved["stateUndefined"]),
+            cyclic=bool(saved["stateCyclic"]),
+        )
+        problems = tuple(Problem(int(i), t, str(m)) for i, t, m in saved["problems"])
+        return state.value, saved["pendingInterrupts"], problems
+
+    @staticmethod
+    def _saved(data: bytes) -> JSONObject:
+        """A checkpoint of either layout as one object (version 2's)."""
+        try:
+            laid = layout.split(data)
+            if laid is None:
+                saved = parse(data)
+                expected = _CHECKPOINT_VERSION
+            else:
+                saved = parse(laid.rest)
+                expected = layout.VERSION
+            if type(saved) is not dict or saved.get("version") != expected:
+                found = saved.get("version") if type(saved) is dict else None
+                raise ValueError(f"unknown checkpoint version {found!r}")
+            if laid is not None:
+                saved = {**saved, "messages": parse(laid.messages.tobytes()), "aliases": []}
+            return saved
         except (LookupError, TypeError, ValueError, AttributeError) as exc:
             raise InputError("not a projector checkpoint") from exc
 
@@ -259,6 +304,46 @@ def fold(
     projector = Projector(messages, state)
     projector.feed_many(frames)
     return projector.result()
+
+
+def shown_after(checkpoint: bytes, frames: list[bytes]) -> JSONObject | None:
+    """``Projector.restore(checkpoint)`` fed ``frames``: its ``take().to_json()``, with the
+    messages a client is sent as bytes (an ``orjson.Fragment``), folded from those the
+    frames may touch only (``recorder.reference.layout``). None where the checkpoint is not
+    laid out for it, the frames may touch any message, or what they make is not plain JSON:
+    ``restore`` answers then."""
+    try:
+        laid = layout.split(checkpoint)
+        if laid is None:
+            return None
+        if not frames:
+            state, interrupts, problems = Projector.shown_at(laid.rest)
+            return _sent(laid.messages.tobytes(), state, interrupts, problems)
+        cut = layout.first_touched(laid, frames)
+        if cut is None:
+            return None
+        items = layout.tail(laid, cut)
+    except (LookupError, TypeError, ValueError, InputError):
+        return None  # not a checkpoint it can read: ``restore`` says so
+    projector = Projector.resumed(laid.rest, items)
+    if projector._lanes.lanes:  # a chunk's message still open: the next event may end it
+        return None
+    projector.feed_many(frames)
+    if not projector.plain():
+        return None
+    at = projector.take()
+    try:
+        messages = layout.joined(laid, cut, at.messages)
+    except TypeError:  # a lone surrogate, say: ``dump`` writes it the slow way
+        return None
+    return _sent(messages, at.state, at.pending_interrupts, at.problems)
+
+
+def _sent(
+    messages: bytes, state: JSONValue, interrupts: list[JSONObject], problems: tuple[Problem, ...]
+) -> JSONObject:
+    shown = Projection([], state, interrupts, problems).to_json()
+    return {**shown, "messages": orjson.Fragment(messages)}
 
 
 def _settled(start: list[Any]) -> bool:

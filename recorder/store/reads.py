@@ -139,12 +139,32 @@ def _tree(root: bytes, cache: ChunkCache, what: str) -> Body[bytes]:
     whole = _cached(root, cache)
     if whole is not None:
         return whole
+    # Nodes whose leaves the cache holds joined are not walked into: a tree that shares
+    # most of itself with one read lately (the checkpoints of one run do) costs the reads
+    # and lookups of what it does not share.
+    found = yield from _walk(root, cache, what, skip_joined=True)
+    whole = _cached(root, cache)
+    if whole is not None:
+        return whole
+    # The cache started over while this tree was read: the whole tree, then.
+    found = yield from _walk(root, cache, what, skip_joined=False)
+    return reassemble(root, found)
+
+
+def _walk(
+    root: bytes, cache: ChunkCache, what: str, *, skip_joined: bool
+) -> Body[dict[bytes, Chunk]]:
+    """The chunks of the tree under ``root``, from ``cache`` or read (and then cached)."""
     found: dict[bytes, Chunk] = {}
     wanted = [root]
     while wanted:
         level = list(dict.fromkeys(wanted))
         missing: list[bytes] = []
+        walked: list[bytes] = []
         for key in level:
+            if skip_joined and cache.joined(key) is not None:
+                continue
+            walked.append(key)
             chunk = cache.get(key)
             if chunk is None:
                 missing.append(key)
@@ -158,8 +178,8 @@ def _tree(root: bytes, cache: ChunkCache, what: str) -> Body[bytes]:
             cache.put(read)
         if any(key not in found for key in missing):
             raise StoreError(f"{what} is missing from the store")
-        wanted = [child for key in level for child in found[key].children()]
-    return reassemble(root, found)
+        wanted = [child for key in walked for child in found[key].children()]
+    return found
 
 
 def _cached(root: bytes, cache: ChunkCache) -> bytes | None:

@@ -18,7 +18,7 @@ from recorder.models import RUN_STATUSES, ForkPlan
 from recorder.reference.check import verify_frames
 from recorder.store import EventStore, Redaction, Run, Thread, ThreadFilter
 from recorder.timetravel.fork import ForkPlan as Plan
-from recorder.timetravel.history import History
+from recorder.timetravel.history import History, Located
 from recorder.timetravel.transfer import ImportReport
 from recorder.wire.events import RecordedEvent, decode
 
@@ -222,16 +222,22 @@ def check_seq(run: Run, seq: int | None) -> None:
 
 
 async def run_state(
-    store: EventStore, history: History, run_id: str, *, seq: int | None = None
+    store: EventStore,
+    history: History,
+    run_id: str,
+    *,
+    seq: int | None = None,
+    to_send: bool = False,
 ) -> dict[str, Any]:
-    """Messages, state and pending interrupts after event ``seq`` (default: the end)."""
+    """Messages, state and pending interrupts after event ``seq`` (default: the end);
+    ``to_send``: for a response body, its messages perhaps as bytes (``History.answer``)."""
     # Without its input: a checkpoint usually answers (read with the run, in one query),
     # and the projection reads the input only when it folds from the run's start.
     located = await history.locate(run_id, seq)
     run = located.run
     check_seq(run, seq)
-    at = await history.project(run, seq, located=located)
-    return {"threadId": run.thread_id, "runId": run_id, "seq": seq, **at.to_json()}
+    shown = await _shown(history, located, to_send)
+    return {"threadId": run.thread_id, "runId": run_id, "seq": seq, **shown}
 
 
 async def thread_state(
@@ -241,8 +247,10 @@ async def thread_state(
     *,
     run_id: str | None = None,
     seq: int | None = None,
+    to_send: bool = False,
 ) -> dict[str, Any]:
-    """The thread at a point of one of its runs (default: the end of its latest run)."""
+    """The thread at a point of one of its runs (default: the end of its latest run);
+    ``to_send`` as for ``run_state``."""
     thread = await store.get_thread(thread_id)
     run_id = run_id or thread.latest_run_id
     if run_id is None:
@@ -260,8 +268,14 @@ async def thread_state(
     if run.thread_id != thread_id:
         raise InputError(f"run {run_id!r} is not in thread {thread_id!r}")
     check_seq(run, seq)
-    at = await history.project(run, seq, located=located)
-    return {"threadId": thread_id, "runId": run_id, "seq": seq, **at.to_json()}
+    shown = await _shown(history, located, to_send)
+    return {"threadId": thread_id, "runId": run_id, "seq": seq, **shown}
+
+
+async def _shown(history: History, located: Located, to_send: bool) -> dict[str, Any]:
+    if to_send:
+        return await history.answer(located)
+    return (await history.project(located.run, located.seq, located=located)).to_json()
 
 
 async def thread_history(

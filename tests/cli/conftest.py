@@ -99,7 +99,9 @@ async def recorded(db_url: str) -> AsyncIterator[Recorded]:
     with a long run."""
     async with (
         demo_upstream() as upstream,
-        recorder_at(db_url, {"demo": upstream}, api_token=TOKEN) as rec,
+        # The server indexes nothing itself: its indexer would race the CLI's ``reindex``
+        # (the index comes out whole either way, but the count each reports would not).
+        recorder_at(db_url, {"demo": upstream}, api_token=TOKEN, search_index=False) as rec,
         httpx.AsyncClient(
             base_url=rec, timeout=60, trust_env=False, headers={"authorization": f"Bearer {TOKEN}"}
         ) as http,

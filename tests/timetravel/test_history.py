@@ -11,6 +11,7 @@ from recorder.errors import InputError
 from recorder.reference.projector import fold
 from recorder.store import EventStore, NewEvent, NewRun, open_store
 from recorder.timetravel.history import History, rebuild_checkpoints
+from recorder.wire.jsontext import dump
 from tests.conftest import raw_sql
 from tests.servers import demo_upstream, eventually, post_run, recorder_at, run_closed, user
 
@@ -191,3 +192,49 @@ async def test_state_read_with_its_checkpoint_in_one_query_equals_a_plain_fold(
             assert other.to_json() == expected, (every, seq)
     with pytest.raises(InputError):
         await History(store).state("r1", -2)
+
+
+async def test_the_state_a_client_is_sent_is_the_fold_byte_for_byte(db_url: str) -> None:
+    """Over HTTP the messages a checkpoint holds go out as stored (``History.answer``): at
+    and after each checkpoint the body is still the plain fold's, byte for byte."""
+    frames = mixed_events(1200, seed=8)
+    opened = await open_store(db_url, migrate=True)
+    try:
+        await record(opened, "r1", frames)
+        await History(opened).build_checkpoints("r1")  # every 250 events, and at the end
+        saved = [s for (s,) in await raw_sql(opened, "SELECT seq FROM checkpoints ORDER BY seq")]
+        assert saved == [249, 499, 749, 999, 1199]
+    finally:
+        await opened.close()
+    points = [-1, 0, 248, 249, 250, 251, 400, 499, 998, 1000, 1198, 1199]
+    async with (
+        recorder_at(db_url, {}) as rec,
+        httpx.AsyncClient(base_url=rec, timeout=30, trust_env=False) as client,
+    ):
+        for seq in [*points, None]:
+            upto = len(frames) if seq is None else seq + 1
+            shown = fold(frames[:upto], messages=START, state={"s": 1}).to_json()
+            query = {} if seq is None else {"seq": seq}
+            got = await client.get("/runs/r1/state", params=query)
+            assert got.content == dump({"threadId": "t", "runId": "r1", "seq": seq, **shown})
+            got = await client.get("/threads/t/state", params={"runId": "r1", **query})
+            assert got.content == dump({"threadId": "t", "runId": "r1", "seq": seq, **shown})
+        # The stored bytes are what goes out: a forged first message shows through after
+        # the checkpoint at 499, never decoded on the way.
+        before = (await client.get("/runs/r1/state", params={"seq": 520})).json()
+        opened = await open_store(db_url)
+        try:
+            at = await opened.nearest_checkpoint("r1", 499)
+            assert at is not None and at[0] == 499
+            real = orjson.dumps(START[0])
+            forged_first = real.replace(b"start here", b"FORGED!!!!")
+            assert len(forged_first) == len(real)  # the index's lengths still hold
+            forged = at[1].replace(real, forged_first, 1)
+            sql = "UPDATE checkpoints SET data = ?, root = NULL WHERE seq = 499"
+            await raw_sql(opened, sql, forged)
+        finally:
+            await opened.close()
+        after = (await client.get("/runs/r1/state", params={"seq": 520})).json()
+        assert after["messages"][0]["content"] == "FORGED!!!!"
+        assert after["messages"][1:] == before["messages"][1:]
+        assert after["state"] == before["state"]

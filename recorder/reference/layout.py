@@ -1,0 +1,156 @@
+"""A projector's checkpoint laid out so that an answer reads little of it.
+
+A checkpoint (``Projector.checkpoint``, version 3) is three lines::
+
+    [message,message,...]            the messages, the bytes a client is sent for them
+    [{"o":1,"id":"m1"},...]          per message: where it starts in the first line and
+                                     the ids the reducer finds it by (its own, its tool
+                                     calls')
+    {"version":3,"state":...}        the rest of what the projector works with
+
+Compact JSON holds no raw newline, so the lines part unambiguously. The state at the
+checkpoint sends the first line as it is, undecoded. The state some events later folds
+those events over the messages they may touch only: the last ones, from the first whose id
+one of the events names (found in the index's bytes, never decoded for it). The messages
+before it are sent as they were stored. The events decide that from their own ids alone,
+so those that act on the whole list or on ids they do not name (chunks, retired THINKING
+events, which mint ids no message may hold, a RUN_STARTED carrying messages, a
+MESSAGES_SNAPSHOT), and any frame orjson cannot read, take the whole list as a checkpoint
+of version 2 always did.
+
+A projector whose values orjson cannot write as a client reads them (Infinity, a lone
+surrogate) or that holds one message at two positions keeps the older layout, one object
+(version 2), read whole.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any, Final
+
+import orjson
+
+from recorder.reference import JSONObject
+from recorder.reference.chunks import CHUNK_TYPES
+from recorder.reference.compat import MINTING_TYPES
+from recorder.wire.jsontext import dump
+
+VERSION: Final = 3
+_ENTRY: Final = b'{"o":'  # how every index entry starts (inside a string a quote is escaped)
+_OFFSET: Final = re.compile(rb'\{"o":(\d+)')
+_WHOLE_LIST: Final = frozenset(("MESSAGES_SNAPSHOT", *CHUNK_TYPES, *MINTING_TYPES))
+
+
+@dataclass(frozen=True, slots=True)
+class Layout:
+    """A version 3 checkpoint's three lines (the first a view: it runs to megabytes)."""
+
+    messages: memoryview
+    index: bytes
+    rest: bytes
+
+    def count(self) -> int:
+        return self.index.count(_ENTRY)
+
+
+def lay_out(messages: list[Any], rest: JSONObject) -> bytes | None:
+    """The checkpoint of ``messages`` and ``rest``; None where orjson cannot write a message."""
+    try:
+        parts = [orjson.dumps(m) for m in messages]
+        entries = []
+        at = 1  # past the array's "["
+        for message, part in zip(messages, parts, strict=True):
+            entries.append(_entry(message, at))
+            at += len(part) + 1  # and its comma
+        index = orjson.dumps(entries)
+    except TypeError:
+        return None
+    return b"".join((b"[", b",".join(parts), b"]\n", index, b"\n", dump(rest, exact=True)))
+
+
+def laid_out(data: bytes) -> bool:
+    """Whether ``data`` is a checkpoint of version 3 (or not a checkpoint at all)."""
+    return data.startswith(b"[")
+
+
+def split(data: bytes) -> Layout | None:
+    """The lines of a version 3 checkpoint; None for an older one (a JSON object)."""
+    if not laid_out(data):
+        return None
+    last = data.rfind(b"\n")
+    middle = data.rfind(b"\n", 0, last)
+    if middle < 0 or data.endswith(b"\n"):
+        raise ValueError("not a projector checkpoint")
+    return Layout(memoryview(data)[:middle], data[middle + 1 : last], data[last + 1 :])
+
+
+def first_touched(layout: Layout, frames: Iterable[bytes]) -> int | None:
+    """Where, in the messages' line, the first message that folding ``frames`` may read or
+    change starts (the closing bracket's offset if none); None if they may touch any."""
+    names: set[str] = set()
+    for frame in frames:
+        try:
+            event = orjson.loads(frame)
+        except orjson.JSONDecodeError:
+            return None
+        if type(event) is not dict:
+            return None
+        kind = event.get("type")
+        if kind in _WHOLE_LIST:
+            return None
+        if kind == "RUN_STARTED" and event.get("input") is not None:
+            return None
+        names.update(
+            value
+            for key, value in event.items()
+            if type(value) is str and (key.endswith("Id") or key == "id")
+        )
+    index = layout.index
+    first = len(layout.messages) - 1
+    for name in names:
+        try:
+            # A name's JSON string, found anywhere in the index: at worst in another entry
+            # than its own, before it (the answer then decodes a message more than it needed).
+            at = index.find(orjson.dumps(name))
+        except TypeError:
+            return None
+        if at >= 0:
+            entry = _OFFSET.match(index, index.rfind(_ENTRY, 0, at))
+            if entry is None:
+                raise ValueError("not a projector checkpoint")
+            first = min(first, int(entry[1]))
+    return first
+
+
+def tail(layout: Layout, cut: int) -> list[Any]:
+    """The messages from offset ``cut`` (``first_touched``) on, decoded."""
+    value = orjson.loads(b"".join((b"[", layout.messages[cut:-1], b"]")))
+    if type(value) is not list:
+        raise ValueError("not a projector checkpoint")
+    return value
+
+
+def joined(layout: Layout, cut: int, items: list[Any]) -> bytes:
+    """The messages' array: those before offset ``cut`` as stored, then ``items``;
+    TypeError where orjson cannot write one of them."""
+    messages = layout.messages
+    kept = messages[1 : cut - 1] if cut > 1 and messages[cut - 1] == ord(",") else messages[1:cut]
+    written = orjson.dumps(items)[1:-1]
+    comma = b"," if kept and written else b""
+    return b"".join((b"[", kept, comma, written, b"]"))
+
+
+def _entry(message: Any, offset: int) -> JSONObject:
+    entry: JSONObject = {"o": offset}
+    if type(message) is not dict:
+        return entry
+    if type(message.get("id")) is str:
+        entry["id"] = message["id"]
+    calls = message.get("toolCalls")
+    if type(calls) is list:
+        ids = [c["id"] for c in calls if type(c) is dict and type(c.get("id")) is str]
+        if ids:
+            entry["c"] = ids
+    return entry
