@@ -68,8 +68,7 @@ async def run_state(
 ) -> JSON:
     """Messages, state and pending interrupts after event ``seq`` (default: the end)."""
     await visible_run(runtime, principal, run_id)
-    at = await views.run_state(runtime.store, runtime.history, run_id, seq=seq, to_send=True)
-    return JSON(at)
+    return JSON(await views.run_state_body(runtime.store, runtime.history, run_id, seq=seq))
 
 
 @router.get("/runs/{run_id}/verify", response_model=Verification, response_class=JSON)

@@ -65,10 +65,10 @@ async def thread_state(
     seq: int | None = Query(None, description="after this event (-1: before the first)"),
 ) -> JSON:
     await visible_thread(runtime, principal, thread_id)
-    at = await views.thread_state(
-        runtime.store, runtime.history, thread_id, run_id=runId, seq=seq, to_send=True
+    body = await views.thread_state_body(
+        runtime.store, runtime.history, thread_id, run_id=runId, seq=seq
     )
-    return JSON(at)
+    return JSON(body)
 
 
 @router.get("/threads/{thread_id}/history", response_model=ThreadHistory, response_class=JSON)

@@ -31,7 +31,8 @@ class JSON(JSONResponse):
     media_type = "application/json"
 
     def render(self, content: Any) -> bytes:
-        return dump(content)
+        """``content`` written, or as it is when it is written already (bytes)."""
+        return content if type(content) is bytes else dump(content)
 
 
 class EventStream(StreamingResponse):

@@ -132,14 +132,17 @@ def tail(layout: Layout, cut: int) -> list[Any]:
     return value
 
 
-def joined(layout: Layout, cut: int, items: list[Any]) -> bytes:
-    """The messages' array: those before offset ``cut`` as stored, then ``items``;
-    TypeError where orjson cannot write one of them."""
+def pieces(layout: Layout, cut: int, items: list[Any]) -> list[bytes | memoryview]:
+    """The messages' array, in pieces to join: those before offset ``cut`` as stored, then
+    ``items``; TypeError where orjson cannot write one of them."""
     messages = layout.messages
     kept = messages[1 : cut - 1] if cut > 1 and messages[cut - 1] == ord(",") else messages[1:cut]
-    written = orjson.dumps(items)[1:-1]
-    comma = b"," if kept and written else b""
-    return b"".join((b"[", kept, comma, written, b"]"))
+    written = orjson.dumps(items)
+    if not kept:
+        return [written]
+    if written == b"[]":
+        return [b"[", kept, b"]"]
+    return [b"[", kept, b",", memoryview(written)[1:]]
 
 
 def _entry(message: Any, offset: int) -> JSONObject:

@@ -306,19 +306,19 @@ def fold(
     return projector.result()
 
 
-def shown_after(checkpoint: bytes, frames: list[bytes]) -> JSONObject | None:
-    """``Projector.restore(checkpoint)`` fed ``frames``: its ``take().to_json()``, with the
-    messages a client is sent as bytes (an ``orjson.Fragment``), folded from those the
-    frames may touch only (``recorder.reference.layout``). None where the checkpoint is not
-    laid out for it, the frames may touch any message, or what they make is not plain JSON:
-    ``restore`` answers then."""
+def written_after(checkpoint: bytes, frames: list[bytes], head: JSONObject) -> bytes | None:
+    """``{**head, **restore(checkpoint)`` fed ``frames`` ``.take().to_json()}`` written:
+    the messages folded from those the frames may touch only, the others as stored
+    (``recorder.reference.layout``). None where the checkpoint is not laid out for it, the
+    frames may touch any message, or what they make is not plain JSON: ``restore`` answers
+    then."""
     try:
         laid = layout.split(checkpoint)
         if laid is None:
             return None
         if not frames:
             state, interrupts, problems = Projector.shown_at(laid.rest)
-            return _sent(laid.messages.tobytes(), state, interrupts, problems)
+            return _written(head, [laid.messages], state, interrupts, problems)
         cut = layout.first_touched(laid, frames)
         if cut is None:
             return None
@@ -333,17 +333,24 @@ def shown_after(checkpoint: bytes, frames: list[bytes]) -> JSONObject | None:
         return None
     at = projector.take()
     try:
-        messages = layout.joined(laid, cut, at.messages)
+        messages = layout.pieces(laid, cut, at.messages)
     except TypeError:  # a lone surrogate, say: ``dump`` writes it the slow way
         return None
-    return _sent(messages, at.state, at.pending_interrupts, at.problems)
+    return _written(head, messages, at.state, at.pending_interrupts, at.problems)
 
 
-def _sent(
-    messages: bytes, state: JSONValue, interrupts: list[JSONObject], problems: tuple[Problem, ...]
-) -> JSONObject:
-    shown = Projection([], state, interrupts, problems).to_json()
-    return {**shown, "messages": orjson.Fragment(messages)}
+def _written(
+    head: JSONObject,
+    messages: list[bytes | memoryview],
+    state: JSONValue,
+    interrupts: list[JSONObject],
+    problems: tuple[Problem, ...],
+) -> bytes:
+    """``{**head, "messages": ..., state, pendingInterrupts, problems}`` in one copy."""
+    opened = dump(head)[:-1] + (b',"messages":' if head else b'"messages":')
+    rest = Projection([], state, interrupts, problems).to_json()
+    del rest["messages"]
+    return b"".join((opened, *messages, b",", dump(rest)[1:]))
 
 
 def _settled(start: list[Any]) -> bool:

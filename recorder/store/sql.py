@@ -109,6 +109,7 @@ class Database(Protocol):
 
 
 _PAYLOAD = operator.itemgetter(0)  # a NewEvent's payload
+_FEW_EVENTS = 256  # a read of at most this many events counts as small
 
 
 class SqlStore:
@@ -331,7 +332,11 @@ class SqlStore:
     async def read_events(
         self, run_id: str, *, gt: int = -1, lte: int | None = None, limit: int | None = None
     ) -> list[RecordedEvent]:
-        return await self._read(lambda: reads.read_events(run_id, gt, lte, limit))
+        # A few events (what a state answer folds past its checkpoint) are read inline.
+        few = (lte is not None and lte - gt <= _FEW_EVENTS) or (
+            limit is not None and limit <= _FEW_EVENTS
+        )
+        return await self._read(lambda: reads.read_events(run_id, gt, lte, limit), small=few)
 
     async def read_after(
         self, position: int, *, limit: int | None = None, thread_id: str | None = None

@@ -20,7 +20,7 @@ from typing import Any
 
 from recorder.errors import InputError
 from recorder.reference import layout
-from recorder.reference.projector import Projection, Projector, shown_after
+from recorder.reference.projector import Projection, Projector, written_after
 from recorder.store import EventStore, Run
 from recorder.wire.events import decode
 from recorder.wire.jsontext import dump
@@ -111,35 +111,24 @@ class History:
         await self._fold(run, projector, done, target)
         return projector.take()
 
-    async def answer(self, located: Located) -> dict[str, Any]:
-        """``project(...).to_json()`` for a client, from what ``locate`` read: where the
-        checkpoint is laid out for it (``recorder.reference.layout``), the messages it holds
-        that the events since leave be go out as they were stored (an ``orjson.Fragment``),
-        never decoded; the rest is folded as ``project`` folds it."""
+    async def answer(self, located: Located, head: dict[str, Any]) -> bytes:
+        """``{**head, **project(...).to_json()}`` written, from what ``locate`` read: where
+        the checkpoint is laid out for it (``recorder.reference.layout``), the messages it
+        holds that the events since leave be go out as they were stored, never decoded;
+        the rest is folded as ``project`` folds it."""
         run, seq = located.run, located.seq
         found = located.checkpoint
         target = run.event_count - 1 if seq is None else min(seq, run.event_count - 1)
-        if found is not None and 0 <= target - found[0] <= _PAGE:
-            try:
-                spliced = await self._spliced(run, target, found)
-            except InputError:
-                spliced = None  # not a checkpoint it can read: ``project`` says so, or folds
-            if spliced is not None:
-                return spliced
-        return (await self.project(run, seq, located=located)).to_json()
-
-    async def _spliced(
-        self, run: Run, target: int, found: tuple[int, bytes]
-    ) -> dict[str, Any] | None:
-        if not layout.laid_out(found[1]):
-            return None
-        frames: list[bytes] = []
-        if found[0] < target:
-            events = await self.store.read_events(run.run_id, gt=found[0], lte=target)
-            frames = [event.payload for event in events]
-            if len(frames) != target - found[0]:
-                return None
-        return shown_after(found[1], frames)
+        if found is not None and 0 <= target - found[0] <= _PAGE and layout.laid_out(found[1]):
+            frames: list[bytes] = []
+            if found[0] < target:
+                events = await self.store.read_events(run.run_id, gt=found[0], lte=target)
+                frames = [event.payload for event in events]
+            if len(frames) == target - found[0]:
+                written = written_after(found[1], frames, head)
+                if written is not None:
+                    return written
+        return dump({**head, **(await self.project(run, seq, located=located)).to_json()})
 
     async def build_checkpoints(self, run_id: str) -> int:
         """Fold a run to its end once, keeping a checkpoint every ``checkpoint_every``

@@ -21,6 +21,7 @@ from recorder.timetravel.fork import ForkPlan as Plan
 from recorder.timetravel.history import History, Located
 from recorder.timetravel.transfer import ImportReport
 from recorder.wire.events import RecordedEvent, decode
+from recorder.wire.jsontext import dump
 
 _PAGE = 2000
 _MAX_EPOCH = 1e11  # seconds: past the year 5000, and within every database's range
@@ -222,22 +223,19 @@ def check_seq(run: Run, seq: int | None) -> None:
 
 
 async def run_state(
-    store: EventStore,
-    history: History,
-    run_id: str,
-    *,
-    seq: int | None = None,
-    to_send: bool = False,
+    store: EventStore, history: History, run_id: str, *, seq: int | None = None
 ) -> dict[str, Any]:
-    """Messages, state and pending interrupts after event ``seq`` (default: the end);
-    ``to_send``: for a response body, its messages perhaps as bytes (``History.answer``)."""
-    # Without its input: a checkpoint usually answers (read with the run, in one query),
-    # and the projection reads the input only when it folds from the run's start.
-    located = await history.locate(run_id, seq)
-    run = located.run
-    check_seq(run, seq)
-    shown = await _shown(history, located, to_send)
-    return {"threadId": run.thread_id, "runId": run_id, "seq": seq, **shown}
+    """Messages, state and pending interrupts after event ``seq`` (default: the end)."""
+    head, located = await _run_point(history, run_id, seq)
+    return {**head, **(await _projected(history, located))}
+
+
+async def run_state_body(
+    store: EventStore, history: History, run_id: str, *, seq: int | None = None
+) -> bytes:
+    """``run_state`` written as a response body (``History.answer``)."""
+    head, located = await _run_point(history, run_id, seq)
+    return await history.answer(located, head)
 
 
 async def thread_state(
@@ -247,34 +245,56 @@ async def thread_state(
     *,
     run_id: str | None = None,
     seq: int | None = None,
-    to_send: bool = False,
 ) -> dict[str, Any]:
-    """The thread at a point of one of its runs (default: the end of its latest run);
-    ``to_send`` as for ``run_state``."""
+    """The thread at a point of one of its runs (default: the end of its latest run)."""
+    head, located = await _thread_point(store, history, thread_id, run_id, seq)
+    if located is None:
+        return {**head, "messages": [], "state": {}, "pendingInterrupts": [], "problems": []}
+    return {**head, **(await _projected(history, located))}
+
+
+async def thread_state_body(
+    store: EventStore,
+    history: History,
+    thread_id: str,
+    *,
+    run_id: str | None = None,
+    seq: int | None = None,
+) -> bytes:
+    """``thread_state`` written as a response body (``History.answer``)."""
+    head, located = await _thread_point(store, history, thread_id, run_id, seq)
+    if located is None:
+        return dump(await thread_state(store, history, thread_id, run_id=run_id, seq=seq))
+    return await history.answer(located, head)
+
+
+async def _run_point(
+    history: History, run_id: str, seq: int | None
+) -> tuple[dict[str, Any], Located]:
+    # Without its input: a checkpoint usually answers (read with the run, in one query),
+    # and the projection reads the input only when it folds from the run's start.
+    located = await history.locate(run_id, seq)
+    check_seq(located.run, seq)
+    return {"threadId": located.run.thread_id, "runId": run_id, "seq": seq}, located
+
+
+async def _thread_point(
+    store: EventStore, history: History, thread_id: str, run_id: str | None, seq: int | None
+) -> tuple[dict[str, Any], Located | None]:
     thread = await store.get_thread(thread_id)
     run_id = run_id or thread.latest_run_id
     if run_id is None:
         if seq is not None:
             raise InputError(f"thread {thread_id!r} has no runs: there is no seq {seq}")
-        empty: dict[str, Any] = {
-            "messages": [],
-            "state": {},
-            "pendingInterrupts": [],
-            "problems": [],
-        }
-        return {"threadId": thread_id, "runId": None, "seq": None, **empty}
+        return {"threadId": thread_id, "runId": None, "seq": None}, None
     located = await history.locate(run_id, seq)
-    run = located.run
-    if run.thread_id != thread_id:
+    if located.run.thread_id != thread_id:
         raise InputError(f"run {run_id!r} is not in thread {thread_id!r}")
-    check_seq(run, seq)
-    shown = await _shown(history, located, to_send)
-    return {"threadId": thread_id, "runId": run_id, "seq": seq, **shown}
+    check_seq(located.run, seq)
+    return {"threadId": thread_id, "runId": run_id, "seq": seq}, located
 
 
-async def _shown(history: History, located: Located, to_send: bool) -> dict[str, Any]:
-    if to_send:
-        return await history.answer(located)
+async def _projected(history: History, located: Located) -> dict[str, Any]:
     return (await history.project(located.run, located.seq, located=located)).to_json()
 
 

@@ -14,7 +14,7 @@ import pytest
 from bench.workload import mixed_events
 from recorder.errors import InputError
 from recorder.reference import layout
-from recorder.reference.projector import Projector, shown_after
+from recorder.reference.projector import Projector, written_after
 from recorder.wire.events import read_event_file
 from recorder.wire.jsontext import dump
 from tests.interop.fuzz import make_case, trial_of
@@ -36,12 +36,12 @@ def _compare(
     restored = Projector.restore(saved)
     restored.feed_many(later)
     assert dump(restored.result().to_json()) == expected
-    answer = shown_after(saved, later)
+    answer = written_after(saved, later, {})
     if answer is None:
         seen["whole"] += 1
         return
     seen["spliced"] += 1
-    assert dump(answer) == expected, (at, until)
+    assert answer == expected, (at, until)
 
 
 def test_spliced_answers_equal_the_whole_fold_over_generated_streams() -> None:
@@ -82,9 +82,9 @@ def test_the_answer_sends_the_stored_bytes_of_untouched_messages() -> None:
     original_first = orjson.dumps(START[0])
     forged_first = original_first.replace(b'"start"', b'"FORGE"')  # as long: the index holds
     forged = saved.replace(original_first, forged_first, 1)
-    answer = orjson.loads(dump(shown_after(forged, frames[300:340])))
+    answer = orjson.loads(written_after(forged, frames[300:340], {}))
     assert answer["messages"][0]["content"] == "FORGE"
-    honest = orjson.loads(dump(shown_after(projector.checkpoint(), frames[300:340])))
+    honest = orjson.loads(written_after(projector.checkpoint(), frames[300:340], {}))
     assert answer["messages"][1:] == honest["messages"][1:]
 
 
@@ -108,7 +108,7 @@ def test_what_may_touch_any_message_is_folded_from_the_whole(
     if name == "an open chunk lane":  # the checkpoint itself holds the open lane
         projector.feed_many(frames)
         frames = [orjson.dumps({"type": "STEP_STARTED", "stepName": "s"})]
-    assert shown_after(projector.checkpoint(), frames) is None, name
+    assert written_after(projector.checkpoint(), frames, {}) is None, name
 
 
 def test_what_orjson_cannot_write_keeps_the_older_layout() -> None:
@@ -121,7 +121,7 @@ def test_what_orjson_cannot_write_keeps_the_older_layout() -> None:
         projector.feed_many(frames)
         saved = projector.checkpoint()
         assert saved.startswith(b"{"), saved
-        assert shown_after(saved, []) is None
+        assert written_after(saved, [], {}) is None
         again = Projector.restore(saved).result()
         assert dump(again.to_json()) == dump(projector.result().to_json())
 
@@ -134,8 +134,8 @@ def test_a_laid_out_checkpoint_is_three_lines_the_first_what_a_client_is_sent() 
     assert laid is not None and saved.count(b"\n") == 2
     assert laid.messages == dump(projector.result().messages)
     assert laid.count() == len(projector.result().messages)
-    assert dump(shown_after(saved, [])) == dump(projector.result().to_json())
+    assert written_after(saved, [], {}) == dump(projector.result().to_json())
     for broken in (saved.replace(b"\n", b"", 1), saved + b"\n", b"[]\n[]\n{}"):
         with pytest.raises(InputError):
             Projector.restore(broken)
-        assert shown_after(broken, []) is None
+        assert written_after(broken, [], {}) is None
