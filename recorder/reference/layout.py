@@ -5,7 +5,8 @@ A checkpoint (``Projector.checkpoint``, version 3) is three lines::
     [message,message,...]            the messages, the bytes a client is sent for them
     [{"o":1,"id":"m1"},...]          per message: where it starts in the first line and
                                      the ids the reducer finds it by (its own, its tool
-                                     calls')
+                                     calls'); empty where no fold goes on from the
+                                     checkpoint (a closed run's last event)
     {"version":3,"state":...}        the rest of what the projector works with
 
 Compact JSON holds no raw newline, so the lines part unambiguously. The state at the
@@ -55,9 +56,13 @@ class Layout:
         return self.index.count(_ENTRY)
 
 
-def lay_out(messages: list[Any], rest: JSONObject) -> bytes | None:
-    """The checkpoint of ``messages`` and ``rest``; None where orjson cannot write a message."""
+def lay_out(messages: list[Any], rest: JSONObject, *, indexed: bool = True) -> bytes | None:
+    """The checkpoint of ``messages`` and ``rest`` (its index line empty unless ``indexed``:
+    then no fold goes on from it); None where orjson cannot write a message."""
     try:
+        if not indexed:
+            written = orjson.dumps(messages)
+            return b"".join((written, b"\n\n", dump(rest, exact=True)))
         parts = [orjson.dumps(m) for m in messages]
         entries = []
         at = 1  # past the array's "["
@@ -88,7 +93,10 @@ def split(data: bytes) -> Layout | None:
 
 def first_touched(layout: Layout, frames: Iterable[bytes]) -> int | None:
     """Where, in the messages' line, the first message that folding ``frames`` may read or
-    change starts (the closing bracket's offset if none); None if they may touch any."""
+    change starts (the closing bracket's offset if none); None if they may touch any, or
+    the checkpoint keeps no index."""
+    if not layout.index:
+        return None
     names: set[str] = set()
     for frame in frames:
         try:

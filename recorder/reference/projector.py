@@ -179,7 +179,10 @@ class Projector(Inbound):
 
     # -- checkpoints ----------------------------------------------------------------------------
 
-    def checkpoint(self) -> bytes:
+    def checkpoint(self, *, indexed: bool = True) -> bytes:
+        """What ``restore`` picks up from; ``indexed=False`` for a point no fold goes on
+        from (a closed run's last event): answers there need no index of the messages, and
+        the checkpoint costs what changed since its run's parent's, nearly."""
         rest: JSONObject = {
             "frames": self._frames,
             "state": self.state.value,
@@ -192,7 +195,9 @@ class Projector(Inbound):
             "problems": [[p.index, p.type, p.message] for p in self.problems],
         }
         if not self._slow and not self.messages.aliased:
-            laid = layout.lay_out(self.messages.items, {"version": layout.VERSION, **rest})
+            laid = layout.lay_out(
+                self.messages.items, {"version": layout.VERSION, **rest}, indexed=indexed
+            )
             if laid is not None:
                 return laid
         aliases = self.messages.alias_groups()
@@ -270,7 +275,7 @@ class Projector(Inbound):
                 found = saved.get("version") if type(saved) is dict else None
                 raise ValueError(f"unknown checkpoint version {found!r}")
             if laid is not None:
-                saved = {**saved, "messages": parse(laid.messages.tobytes()), "aliases": []}
+                saved = {**saved, "messages": _parsed(laid.messages), "aliases": []}
             return saved
         except (LookupError, TypeError, ValueError, AttributeError) as exc:
             raise InputError("not a projector checkpoint") from exc
@@ -351,6 +356,13 @@ def _written(
     rest = Projection([], state, interrupts, problems).to_json()
     del rest["messages"]
     return b"".join((opened, *messages, b",", dump(rest)[1:]))
+
+
+def _parsed(data: memoryview) -> JSONValue:
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return parse(data.tobytes())
 
 
 def _settled(start: list[Any]) -> bool:

@@ -170,11 +170,13 @@ class History:
                 return
             for event in page:
                 projector.feed(event.payload)
-                if self.checkpoints and (
-                    (event.seq % every == every - 1 and event.seq < target)
-                    or (keep_last and event.seq == target)
-                ):
+                if not self.checkpoints:
+                    continue
+                if event.seq % every == every - 1 and event.seq < target:
                     await self.store.save_checkpoint(run.run_id, event.seq, projector.checkpoint())
+                elif keep_last and event.seq == target:  # the boundary: nothing folds on
+                    data = projector.checkpoint(indexed=False)
+                    await self.store.save_checkpoint(run.run_id, event.seq, data)
             done = page[-1].seq
 
 

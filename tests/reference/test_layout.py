@@ -139,3 +139,21 @@ def test_a_laid_out_checkpoint_is_three_lines_the_first_what_a_client_is_sent() 
         with pytest.raises(InputError):
             Projector.restore(broken)
         assert written_after(broken, [], {}) is None
+
+
+def test_a_checkpoint_without_an_index_answers_at_its_point_and_folds_from_the_whole() -> None:
+    """A closed run's last checkpoint keeps no index (nothing folds on from it): it costs
+    about what the run changed, answers at its point, and is restored whole otherwise."""
+    frames = mixed_events(200, seed=9)
+    projector = Projector(START, {})
+    projector.feed_many(frames[:150])
+    bare = projector.checkpoint(indexed=False)
+    laid = layout.split(bare)
+    assert laid is not None and laid.index == b"" and laid.count() == 0
+    assert len(bare) < len(projector.checkpoint())
+    assert written_after(bare, [], {}) == dump(projector.result().to_json())
+    assert written_after(bare, frames[150:160], {}) is None
+    resumed = Projector.restore(bare)
+    resumed.feed_many(frames[150:])
+    projector.feed_many(frames[150:])
+    assert dump(resumed.result().to_json()) == dump(projector.result().to_json())
