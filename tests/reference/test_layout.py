@@ -157,3 +157,31 @@ def test_a_checkpoint_without_an_index_answers_at_its_point_and_folds_from_the_w
     resumed.feed_many(frames[150:])
     projector.feed_many(frames[150:])
     assert dump(resumed.result().to_json()) == dump(projector.result().to_json())
+
+
+def test_checkpoints_of_the_older_layout_are_read_and_answered_by_the_whole_fold() -> None:
+    """A database written before the three-line layout holds version 2 checkpoints: they
+    restore as they did, and answers past them fold from the whole."""
+    frames = mixed_events(300, seed=12)
+    projector = Projector(START, {"s": 1})
+    projector.feed_many(frames[:200])
+    current = projector.checkpoint()
+    laid = layout.split(current)
+    assert laid is not None
+    rest = orjson.loads(laid.rest)
+    older = dump(
+        {
+            **rest,
+            "version": 2,
+            "messages": orjson.loads(laid.messages),
+            "aliases": [],
+        },
+        exact=True,
+    )
+    assert older.startswith(b"{") and not layout.laid_out(older)
+    assert written_after(older, frames[200:250], {}) is None
+    assert Projector.projection_of(older) == Projector.projection_of(current)
+    resumed = Projector.restore(older)
+    resumed.feed_many(frames[200:])
+    projector.feed_many(frames[200:])
+    assert dump(resumed.result().to_json()) == dump(projector.result().to_json())
