@@ -56,23 +56,77 @@ class Layout:
         return self.index.count(_ENTRY)
 
 
-def lay_out(messages: list[Any], rest: JSONObject, *, indexed: bool = True) -> bytes | None:
+def lay_out(
+    messages: list[Any],
+    rest: JSONObject,
+    *,
+    indexed: bool = True,
+    since: tuple[Layout, int] | None = None,
+) -> bytes | None:
     """The checkpoint of ``messages`` and ``rest`` (its index line empty unless ``indexed``:
-    then no fold goes on from it); None where orjson cannot write a message."""
+    then no fold goes on from it); None where orjson cannot write a message.
+
+    ``since``: an earlier checkpoint of the same fold and where in its messages the first
+    one the frames fed after it may touch starts (``first_touched``): the messages before
+    it are taken as written there, not written again."""
+    kept = _kept(since, len(messages)) if since is not None else None
     try:
-        if not indexed:
-            written = orjson.dumps(messages)
-            return b"".join((written, b"\n\n", dump(rest, exact=True)))
-        parts = [orjson.dumps(m) for m in messages]
+        if kept is None:
+            if not indexed:
+                return b"".join((orjson.dumps(messages), b"\n\n", dump(rest, exact=True)))
+            first, line, listed, comma = 0, memoryview(b"["), b"[", b""
+        else:
+            (first, line, listed), comma = kept, b","
+        parts = [orjson.dumps(m) for m in messages[first:]]
         entries = []
-        at = 1  # past the array's "["
-        for message, part in zip(messages, parts, strict=True):
-            entries.append(_entry(message, at))
-            at += len(part) + 1  # and its comma
-        index = orjson.dumps(entries)
+        if indexed:
+            at = len(line) + len(comma)  # where the first message written here starts
+            for message, part in zip(messages[first:], parts, strict=True):
+                entries.append(_entry(message, at))
+                at += len(part) + 1  # and its comma
+            written = orjson.dumps(entries)[1:-1]
     except TypeError:
         return None
-    return b"".join((b"[", b",".join(parts), b"]\n", index, b"\n", dump(rest, exact=True)))
+    pieces: list[bytes | memoryview] = [line]
+    if parts:
+        pieces += [comma, b",".join(parts)]
+    pieces.append(b"]\n")
+    if indexed:
+        pieces.append(listed)
+        if entries:
+            pieces += [comma, written]
+        pieces.append(b"]")
+    pieces += [b"\n", dump(rest, exact=True)]
+    return b"".join(pieces)
+
+
+def _kept(since: tuple[Layout, int], count: int) -> tuple[int, memoryview, bytes] | None:
+    """How many messages of the earlier checkpoint ``since`` names stand as they were, and
+    its messages' and index's lines up to the last of them (without their closing bracket
+    or the comma after); None where it keeps no index or there is nothing to keep."""
+    previous, cut = since
+    index, messages = previous.index, previous.messages
+    if not index:
+        return None
+    if cut >= len(messages) - 1:  # no message touched since: every one kept
+        kept, line, listed = previous.count(), messages[:-1], index[:-1]
+    else:
+        at = _entry_at(index, cut)
+        if at is None or at < 2:
+            return None
+        kept, line, listed = index.count(_ENTRY, 0, at), messages[: cut - 1], index[: at - 1]
+    if kept == 0 or kept > count:
+        return None
+    return kept, line, listed
+
+
+def _entry_at(index: bytes, offset: int) -> int | None:
+    """Where the index's entry of the message starting at ``offset`` begins."""
+    wanted = b'{"o":%d' % offset
+    at = index.find(wanted)
+    while at >= 0 and index[at + len(wanted) : at + len(wanted) + 1] not in (b",", b"}"):
+        at = index.find(wanted, at + 1)
+    return at if at >= 0 else None
 
 
 def laid_out(data: bytes) -> bool:

@@ -179,10 +179,14 @@ class Projector(Inbound):
 
     # -- checkpoints ----------------------------------------------------------------------------
 
-    def checkpoint(self, *, indexed: bool = True) -> bytes:
+    def checkpoint(
+        self, *, indexed: bool = True, after: tuple[bytes, list[bytes]] | None = None
+    ) -> bytes:
         """What ``restore`` picks up from; ``indexed=False`` for a point no fold goes on
         from (a closed run's last event): answers there need no index of the messages, and
-        the checkpoint costs what changed since its run's parent's, nearly."""
+        the checkpoint costs what changed since its run's parent's, nearly. ``after``: an
+        earlier checkpoint of this projector and the frames fed since, which the messages
+        they leave be are taken from as written there (``layout.lay_out``)."""
         rest: JSONObject = {
             "frames": self._frames,
             "state": self.state.value,
@@ -196,7 +200,10 @@ class Projector(Inbound):
         }
         if not self._slow and not self.messages.aliased:
             laid = layout.lay_out(
-                self.messages.items, {"version": layout.VERSION, **rest}, indexed=indexed
+                self.messages.items,
+                {"version": layout.VERSION, **rest},
+                indexed=indexed,
+                since=_since(after),
             )
             if laid is not None:
                 return laid
@@ -356,6 +363,19 @@ def _written(
     rest = Projection([], state, interrupts, problems).to_json()
     del rest["messages"]
     return b"".join((opened, *messages, b",", dump(rest)[1:]))
+
+
+def _since(after: tuple[bytes, list[bytes]] | None) -> tuple[layout.Layout, int] | None:
+    """An earlier checkpoint laid out, and where the first message the frames fed since
+    may touch starts in it; None where it cannot say."""
+    if after is None:
+        return None
+    try:
+        laid = layout.split(after[0])
+        cut = None if laid is None else layout.first_touched(laid, after[1])
+    except ValueError:
+        return None
+    return None if laid is None or cut is None else (laid, cut)
 
 
 def _parsed(data: memoryview) -> JSONValue:

@@ -142,7 +142,8 @@ class History:
         found = await self._checkpoint_at(run, last)
         projector, done = await self._resume_point(run, last, 0, found)
         if done < last:
-            await self._fold(run, projector, done, last, keep_last=True)
+            since = None if found is None else found[1]
+            await self._fold(run, projector, done, last, keep_last=True, since=since)
         return run.event_count
 
     async def _checkpoint_at(self, run: Run, target: int) -> tuple[int, bytes] | None:
@@ -161,9 +162,20 @@ class History:
         return Projector(start.messages, start.state, copy=False), -1
 
     async def _fold(
-        self, run: Run, projector: Projector, done: int, target: int, *, keep_last: bool = False
+        self,
+        run: Run,
+        projector: Projector,
+        done: int,
+        target: int,
+        *,
+        keep_last: bool = False,
+        since: bytes | None = None,
     ) -> None:
+        """Feed ``projector`` the run's events after ``done`` up to ``target``, saving
+        checkpoints on the way; ``since``: the checkpoint it was restored from, whose
+        messages the next checkpoint takes as written where the events leave them be."""
         every = self.checkpoint_every
+        fed: list[bytes] = []
         while done < target:
             page = await self.store.read_events(run.run_id, gt=done, lte=min(target, done + _PAGE))
             if not page:
@@ -172,11 +184,14 @@ class History:
                 projector.feed(event.payload)
                 if not self.checkpoints:
                     continue
-                if event.seq % every == every - 1 and event.seq < target:
-                    await self.store.save_checkpoint(run.run_id, event.seq, projector.checkpoint())
-                elif keep_last and event.seq == target:  # the boundary: nothing folds on
-                    data = projector.checkpoint(indexed=False)
+                fed.append(event.payload)
+                inside = event.seq % every == every - 1 and event.seq < target
+                last = keep_last and event.seq == target  # the boundary: nothing folds on
+                if inside or last:
+                    after = None if since is None else (since, fed)
+                    data = projector.checkpoint(indexed=inside, after=after)
                     await self.store.save_checkpoint(run.run_id, event.seq, data)
+                    since, fed = data, []
             done = page[-1].seq
 
 

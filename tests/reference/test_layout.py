@@ -185,3 +185,46 @@ def test_checkpoints_of_the_older_layout_are_read_and_answered_by_the_whole_fold
     resumed.feed_many(frames[200:])
     projector.feed_many(frames[200:])
     assert dump(resumed.result().to_json()) == dump(projector.result().to_json())
+
+
+def _incremental_equals_whole(
+    frames: list[bytes], messages: Any, state: Any, points: list[int], seen: Counter[str]
+) -> None:
+    projector = Projector(messages, state)
+    since: bytes | None = None
+    fed: list[bytes] = []
+    done = 0
+    for point in points:
+        for frame in frames[done : point + 1]:
+            projector.feed(frame)
+            fed.append(frame)
+        done = point + 1
+        earlier = None if since is None else layout.split(since)
+        if earlier is not None and layout.first_touched(earlier, fed) is not None:
+            seen["taken from the one before"] += 1
+        for indexed in (True, False):
+            whole = projector.checkpoint(indexed=indexed)
+            after = None if since is None else (since, fed)
+            assert projector.checkpoint(indexed=indexed, after=after) == whole, (point, indexed)
+        since, fed = projector.checkpoint(), []
+
+
+def test_a_checkpoint_written_from_the_one_before_is_the_one_written_whole() -> None:
+    """A fold's next checkpoint takes the messages the events since left be as written in
+    the one before: byte for byte what writing it whole gives."""
+    rng = random.Random(5)
+    seen: Counter[str] = Counter()
+    for number in range(800):
+        trial = trial_of(make_case(31, number))
+        try:
+            frames = read_event_file(trial.file)
+        except InputError:
+            continue
+        if not frames:
+            continue
+        messages, state = _starting_point(trial)
+        points = sorted(rng.sample(range(len(frames)), min(4, len(frames))))
+        _incremental_equals_whole(frames, messages, state, points, seen)
+    frames = mixed_events(3000, seed=13)
+    _incremental_equals_whole(frames, START, {}, list(range(0, 3000, 250)) + [2999], seen)
+    assert seen["taken from the one before"] > 250, seen
