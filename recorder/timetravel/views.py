@@ -249,7 +249,7 @@ async def thread_state(
     """The thread at a point of one of its runs (default: the end of its latest run)."""
     head, located = await _thread_point(store, history, thread_id, run_id, seq)
     if located is None:
-        return {**head, "messages": [], "state": {}, "pendingInterrupts": [], "problems": []}
+        return _without_runs(head)
     return {**head, **(await _projected(history, located))}
 
 
@@ -264,7 +264,7 @@ async def thread_state_body(
     """``thread_state`` written as a response body (``History.answer``)."""
     head, located = await _thread_point(store, history, thread_id, run_id, seq)
     if located is None:
-        return dump(await thread_state(store, history, thread_id, run_id=run_id, seq=seq))
+        return dump(_without_runs(head))
     return await history.answer(located, head)
 
 
@@ -292,6 +292,10 @@ async def _thread_point(
         raise InputError(f"run {run_id!r} is not in thread {thread_id!r}")
     check_seq(located.run, seq)
     return {"threadId": thread_id, "runId": run_id, "seq": seq}, located
+
+
+def _without_runs(head: dict[str, Any]) -> dict[str, Any]:
+    return {**head, "messages": [], "state": {}, "pendingInterrupts": [], "problems": []}
 
 
 async def _projected(history: History, located: Located) -> dict[str, Any]:

@@ -226,5 +226,5 @@ def test_a_checkpoint_written_from_the_one_before_is_the_one_written_whole() -> 
         points = sorted(rng.sample(range(len(frames)), min(4, len(frames))))
         _incremental_equals_whole(frames, messages, state, points, seen)
     frames = mixed_events(3000, seed=13)
-    _incremental_equals_whole(frames, START, {}, list(range(0, 3000, 250)) + [2999], seen)
+    _incremental_equals_whole(frames, START, {}, [*range(0, 3000, 250), 2999], seen)
     assert seen["taken from the one before"] > 250, seen

@@ -238,3 +238,37 @@ async def test_the_state_a_client_is_sent_is_the_fold_byte_for_byte(db_url: str)
         assert after["messages"][0]["content"] == "FORGED!!!!"
         assert after["messages"][1:] == before["messages"][1:]
         assert after["state"] == before["state"]
+
+
+async def test_the_state_of_a_thread_without_runs_is_empty_over_http(db_url: str) -> None:
+    opened = await open_store(db_url, migrate=True)
+    try:
+        await raw_sql(
+            opened,
+            "INSERT INTO threads (thread_id, agent, created_at, updated_at, run_count) "
+            "VALUES (?, ?, ?, ?, ?)",
+            "bare",
+            "a",
+            1.0,
+            1.0,
+            0,
+        )
+    finally:
+        await opened.close()
+    async with (
+        recorder_at(db_url, {}) as rec,
+        httpx.AsyncClient(base_url=rec, timeout=30, trust_env=False) as client,
+    ):
+        got = await client.get("/threads/bare/state")
+        assert got.status_code == 200
+        assert got.json() == {
+            "threadId": "bare",
+            "runId": None,
+            "seq": None,
+            "messages": [],
+            "state": {},
+            "pendingInterrupts": [],
+            "problems": [],
+        }
+        refused = await client.get("/threads/bare/state", params={"seq": 3})
+        assert refused.status_code == 422 and "has no runs" in refused.text
