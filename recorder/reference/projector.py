@@ -225,9 +225,7 @@ class Projector(Inbound):
         ``messages``, the last of the checkpoint's (``layout.tail``): for events that touch
         no other (``layout.first_touched``)."""
         try:
-            saved = parse(rest)
-            if saved["version"] != layout.VERSION:
-                raise ValueError(f"unknown checkpoint version {saved['version']!r}")
+            saved = _laid_rest(rest)
             return cls._from_checkpoint({**saved, "messages": messages, "aliases": []})
         except (LookupError, TypeError, ValueError, AttributeError) as exc:
             raise InputError("not a projector checkpoint") from exc
@@ -250,10 +248,7 @@ class Projector(Inbound):
     def shown_at(cls, rest: bytes) -> tuple[JSONValue, list[JSONObject], tuple[Problem, ...]]:
         """State, pending interrupts and problems from a laid-out checkpoint's ``rest``."""
         try:
-            saved = parse(rest)
-            if saved["version"] != layout.VERSION:
-                raise ValueError(f"unknown checkpoint version {saved['version']!r}")
-            return cls._shown(saved)
+            return cls._shown(_laid_rest(rest))
         except (LookupError, TypeError, ValueError, AttributeError) as exc:
             raise InputError("not a projector checkpoint") from exc
 
@@ -272,18 +267,10 @@ class Projector(Inbound):
         """A checkpoint of either layout as one object (version 2's)."""
         try:
             laid = layout.split(data)
-            if laid is None:
-                saved = parse(data)
-                expected = _CHECKPOINT_VERSION
-            else:
-                saved = parse(laid.rest)
-                expected = layout.VERSION
-            if type(saved) is not dict or saved.get("version") != expected:
-                found = saved.get("version") if type(saved) is dict else None
-                raise ValueError(f"unknown checkpoint version {found!r}")
             if laid is not None:
-                saved = {**saved, "messages": _parsed(laid.messages), "aliases": []}
-            return saved
+                saved = _laid_rest(laid.rest)
+                return {**saved, "messages": _parsed(laid.messages), "aliases": []}
+            return _versioned(parse(data), _CHECKPOINT_VERSION)
         except (LookupError, TypeError, ValueError, AttributeError) as exc:
             raise InputError("not a projector checkpoint") from exc
 
@@ -376,6 +363,18 @@ def _since(after: tuple[bytes, list[bytes]] | None) -> tuple[layout.Layout, int]
     except ValueError:
         return None
     return None if laid is None or cut is None else (laid, cut)
+
+
+def _laid_rest(rest: bytes) -> JSONObject:
+    """A laid-out checkpoint's last line, read; ValueError for another version."""
+    return _versioned(parse(rest), layout.VERSION)
+
+
+def _versioned(saved: JSONValue, version: int) -> JSONObject:
+    if type(saved) is not dict or saved.get("version") != version:
+        found = saved.get("version") if type(saved) is dict else None
+        raise ValueError(f"unknown checkpoint version {found!r}")
+    return saved
 
 
 def _parsed(data: memoryview) -> JSONValue:

@@ -142,7 +142,7 @@ def _tree(root: bytes, cache: ChunkCache, what: str) -> Body[bytes]:
     # Nodes whose leaves the cache holds joined are not walked into: a tree that shares
     # most of itself with one read lately (the checkpoints of one run do) costs the reads
     # and lookups of what it does not share.
-    found = yield from _walk(root, cache, what, skip_joined=True)
+    yield from _walk(root, cache, what, skip_joined=True)  # what it read is in the cache
     whole = _cached(root, cache)
     if whole is not None:
         return whole

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter
+from collections.abc import Iterator
 from typing import Any
 
 import orjson
@@ -21,6 +22,19 @@ from tests.interop.fuzz import make_case, trial_of
 from tests.interop.fuzz.judge import _starting_point
 
 START = [{"id": "u0", "role": "user", "content": "start"}]
+
+
+def _generated(seed: int, count: int) -> Iterator[tuple[list[bytes], Any, Any]]:
+    """The interop fuzzer's streams ``0..count`` of ``seed`` that read as event files, each
+    with the messages and state it starts from."""
+    for number in range(count):
+        trial = trial_of(make_case(seed, number))
+        try:
+            frames = read_event_file(trial.file)
+        except InputError:
+            continue
+        messages, state = _starting_point(trial)
+        yield frames, messages, state
 
 
 def _compare(
@@ -47,13 +61,7 @@ def _compare(
 def test_spliced_answers_equal_the_whole_fold_over_generated_streams() -> None:
     rng = random.Random(11)
     seen: Counter[str] = Counter()
-    for number in range(1500):
-        trial = trial_of(make_case(23, number))
-        try:
-            frames = read_event_file(trial.file)
-        except InputError:
-            continue
-        messages, state = _starting_point(trial)
+    for frames, messages, state in _generated(23, 1500):
         for _ in range(4):
             if not frames:
                 break
@@ -214,15 +222,9 @@ def test_a_checkpoint_written_from_the_one_before_is_the_one_written_whole() -> 
     the one before: byte for byte what writing it whole gives."""
     rng = random.Random(5)
     seen: Counter[str] = Counter()
-    for number in range(800):
-        trial = trial_of(make_case(31, number))
-        try:
-            frames = read_event_file(trial.file)
-        except InputError:
-            continue
+    for frames, messages, state in _generated(31, 800):
         if not frames:
             continue
-        messages, state = _starting_point(trial)
         points = sorted(rng.sample(range(len(frames)), min(4, len(frames))))
         _incremental_equals_whole(frames, messages, state, points, seen)
     frames = mixed_events(3000, seed=13)
