@@ -4,11 +4,12 @@ The conversation (seeded): each turn a user message (5-25 words), an assistant r
 words) and a state change (``turn``, ``topic``, a to-do appended, one marked done; the 30
 latest to-dos are kept, ~1.5 KB of state).
 
-- Ours: each turn is one AG-UI run, recorded as the proxy records it: ``create_run`` with the
-  RunAgentInput a client posts (the full history so far, the state), ``append`` of its 8
-  events (RUN_STARTED, the reply as TEXT_MESSAGE_START, 3 CONTENT, END, a STATE_DELTA,
-  RUN_FINISHED), and ``set_status`` carrying the thread's summary: that is the write
-  timed. Then, as a recorder does behind every closed run (off its client's path), its
+- Ours: each turn is one AG-UI run, recorded as the proxy records a run whose answer ends
+  with its last events: ``create_run`` with the RunAgentInput a client posts (the full
+  history so far, the state), then its 8 events (RUN_STARTED, the reply as
+  TEXT_MESSAGE_START, 3 CONTENT, END, a STATE_DELTA, RUN_FINISHED) appended with the run's
+  close, carrying the thread's summary, in the same commit: that is the write timed.
+  Then, as a recorder does behind every closed run (off its client's path), its
   checkpoints are built (``History.build_checkpoints``): timed apart, in a row of its
   own, and counted in the bytes. The state at an earlier turn is
   ``History(store).state(run_id)`` (the run with the checkpoint written when it closed,
@@ -44,7 +45,7 @@ import orjson
 from bench.context import Context, store_url
 from bench.report import Row, at_least, at_most
 from bench.workload import WORDS
-from recorder.store import EventStore, NewEvent, NewRun, open_store
+from recorder.store import Closing, EventStore, NewEvent, NewRun, open_store
 from recorder.timetravel.history import History
 
 INSTALL = "pip install -r bench/requirements.txt"
@@ -149,8 +150,8 @@ async def write_ours(
         await store.create_run(
             NewRun(run_id, talk.thread_id, agent="bench", input=posted, parent_run_id=parent)
         )
-        await store.append(run_id, events)
-        await store.set_status(run_id, "finished", outcome="success", summary=talk.summaries[turn])
+        close = Closing(run_id, "finished", "success", summary=talk.summaries[turn])
+        await store.append_batches([(run_id, events)], [close])
         closed = time.perf_counter()
         await history.build_checkpoints(run_id)
         writing += closed - started

@@ -1,7 +1,8 @@
 """Group commit: one writer task turns everything that arrived during a commit into the next one.
 
 Each stream hands its frames over and waits; the writer takes every waiting batch (from any
-number of runs) and appends them in one transaction. Under load, commits grow instead of
+number of runs) and appends them in one transaction, with the closes of the runs whose
+last events they are. Under load, commits grow instead of
 multiplying, so the cost per event falls as traffic rises. When nothing is being committed
 and the store's appends cannot be cut short by their caller's cancellation
 (``append_survives_cancel``: SQLite's), a batch is committed by its own caller: an idle
@@ -18,7 +19,7 @@ from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from recorder.store import Appended, EventStore, NewEvent
+from recorder.store import Appended, Closing, EventStore, NewEvent
 from recorder.telemetry import NO_OBSERVER, Observer
 
 _MAX_GROUP = 5000  # events per commit; a batch larger on its own is committed alone
@@ -28,6 +29,7 @@ _MAX_GROUP = 5000  # events per commit; a batch larger on its own is committed a
 class _Batch:
     run_id: str
     events: Sequence[NewEvent]
+    close: Closing | None = None  # the run's close, in the same commit as its events
     done: asyncio.Future[list[Appended]] = field(
         default_factory=lambda: asyncio.get_running_loop().create_future()
     )
@@ -43,13 +45,17 @@ class GroupCommitter:
         self._busy = False  # a commit is under way (the writer's or a caller's own)
         self._direct = bool(getattr(store, "append_survives_cancel", False))
 
-    async def append(self, run_id: str, events: Sequence[NewEvent]) -> list[Appended]:
-        """Append ``events`` to ``run_id``; returns once they are committed."""
+    async def append(
+        self, run_id: str, events: Sequence[NewEvent], close: Closing | None = None
+    ) -> list[Appended]:
+        """Append ``events`` to ``run_id`` (then ``close`` it, in the same commit); returns
+        once they are committed."""
         if self._direct and not self._busy and not self._queue:
             self._busy = True
             started = time.perf_counter()
             try:
-                appended = (await self._store.append_batches([(run_id, events)]))[0]
+                closes = () if close is None else (close,)
+                appended = (await self._store.append_batches([(run_id, events)], closes))[0]
                 self._observer.committed(time.perf_counter() - started, len(events))
                 return appended
             finally:
@@ -58,7 +64,7 @@ class GroupCommitter:
                     self._ready.set()
         if self._task is None or self._task.done():
             self._task = asyncio.create_task(self._run(), name="group-commit")
-        batch = _Batch(run_id, events)
+        batch = _Batch(run_id, events, close)
         self._queue.append(batch)
         self._ready.set()
         return await batch.done
@@ -94,7 +100,10 @@ class GroupCommitter:
     async def _commit(self, group: list[_Batch]) -> None:
         started = time.perf_counter()
         try:
-            results = await self._store.append_batches([(b.run_id, b.events) for b in group])
+            results = await self._store.append_batches(
+                [(b.run_id, b.events) for b in group],
+                [b.close for b in group if b.close is not None],
+            )
             count = sum(len(b.events) for b in group)
             self._observer.committed(time.perf_counter() - started, count)
         except Exception as exc:

@@ -45,11 +45,13 @@ from recorder.proxy.passthrough import Passthrough
 from recorder.proxy.replay import Replay, adopt, falls_back
 from recorder.store import (
     Appended,
+    Closing,
     EventStore,
     NewEvent,
     NewRun,
     Run,
 )
+from recorder.store.closing import check_closes
 from recorder.store.model import (
     RUNNING,
     TERMINAL,
@@ -155,19 +157,26 @@ class JournaledStore(Passthrough):
         return (await self.append_batches([(run_id, events)]))[0]
 
     async def append_batches(
-        self, batches: Sequence[tuple[str, Sequence[NewEvent]]]
+        self,
+        batches: Sequence[tuple[str, Sequence[NewEvent]]],
+        closes: Sequence[Closing] = (),
     ) -> list[list[Appended]]:
-        """As the store's; a journaled event's ``position`` is 0 (it gets one when drained)."""
+        """As the store's; a journaled event's ``position`` is 0 (it gets one when drained).
+        Journaled, the closes follow the events as records of their own, replayed in order
+        (one commit each, as when they were written apart)."""
         if not self.degraded:
             try:
-                results = await self._direct(self.store.append_batches(batches))
+                results = await self._direct(self.store.append_batches(batches, closes))
             except _Fallback:
                 pass
             else:
                 for (run_id, _events), appended in zip(batches, results, strict=True):
                     if appended:
                         self._next[run_id] = appended[-1].seq + 1
+                for close in closes:
+                    self._next.pop(close.run_id, None)
                 return results
+        check_closes(closes)
         self._within_bounds()
         now = time.time()
         records: list[Record] = []
@@ -188,6 +197,9 @@ class JournaledStore(Passthrough):
             results.append([Appended(seq, 0) for seq in range(start, start + len(events))])
             if first is not None:
                 self._next[run_id] = first + len(events)
+        for close in closes:
+            self._next.pop(close.run_id, None)
+            records.append(Record(_status_meta(close)))
         await self._journal(records)
         return results
 
@@ -216,16 +228,8 @@ class JournaledStore(Passthrough):
                 return await self._direct(write)
             except _Fallback:
                 pass
-        meta = {
-            "op": "status",
-            "run_id": run_id,
-            "status": status,
-            "outcome": outcome,
-            "error": error,
-            "violations": violations,
-            "summary": summary,
-        }
-        await self._journal([Record(meta)])
+        closing = Closing(run_id, status, outcome, error, violations, summary)
+        await self._journal([Record(_status_meta(closing))])
 
     async def set_summary(self, thread_id: str, summary: str) -> None:
         if not self.degraded:
@@ -453,3 +457,16 @@ async def open_journaled(settings: Settings, store: EventStore) -> JournaledStor
     )
     journaled.private = private
     return journaled
+
+
+def _status_meta(closing: Closing) -> dict[str, Any]:
+    """A journal record's ``status`` op: ``set_status``'s arguments."""
+    return {
+        "op": "status",
+        "run_id": closing.run_id,
+        "status": closing.status,
+        "outcome": closing.outcome,
+        "error": closing.error,
+        "violations": closing.violations,
+        "summary": closing.summary,
+    }

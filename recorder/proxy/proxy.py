@@ -43,7 +43,7 @@ from recorder.proxy.request import message_texts, parse_run_input
 from recorder.proxy.segments import recorder_error
 from recorder.proxy.upstream import UpstreamClient
 from recorder.redaction import Redactor
-from recorder.store import EventStore, NewEvent, NewRun, Redacted
+from recorder.store import Closing, EventStore, NewEvent, NewRun, Redacted
 from recorder.store.model import RECORDER
 from recorder.telemetry import NO_OBSERVER, Observer, RunEnd, RunWatch
 from recorder.wire.sse import encode_frame
@@ -275,9 +275,9 @@ class Proxy:
     async def _fail_early(self, run: NewRun, message: str, code: str, watch: RunWatch) -> None:
         """Close a run that never streamed: its one event is a RUN_ERROR of ours."""
         data = recorder_error(message, code)
+        close = Closing(run.run_id, "error", outcome="error", error=message)
         try:
-            await self.committer.append(run.run_id, [NewEvent(data, "RUN_ERROR", RECORDER)])
-            await self.store.set_status(run.run_id, "error", outcome="error", error=message)
+            await self.committer.append(run.run_id, [NewEvent(data, "RUN_ERROR", RECORDER)], close)
         finally:
             end = RunEnd(run.run_id, run.thread_id, "error", "error", message, 1, len(data), code)
             watch.ended(end)

@@ -68,7 +68,7 @@ from recorder.proxy.segments import (
     recorder_error,
 )
 from recorder.redaction import Redactor
-from recorder.store import EventStore, NewEvent, NewRun
+from recorder.store import Closing, EventStore, NewEvent, NewRun
 from recorder.telemetry import RunEnd, RunWatch
 from recorder.wire.sse import FrameTooLarge, encode_frame, encode_frames
 
@@ -279,11 +279,22 @@ class RunRecording:
             segment.next_seq += 1
         if not await self._settle():
             return False  # the store failed: nothing more is committed
+        close = await self._last_of(segment)
         self._unsent = None
         if overlap and (len(frames) >= _OVERLAP_FROM or self._reader.waiting()):
-            self._inflight = asyncio.create_task(self._commit_and_forward(parts))
+            self._inflight = asyncio.create_task(self._commit_and_forward(parts, close))
             return True
-        return await self._commit_and_forward(parts)
+        return await self._commit_and_forward(parts, close)
+
+    async def _last_of(self, segment: Segment) -> Closing | None:
+        """The close of ``segment``, the current run, when the batch just observed is the
+        answer's last and the run has ended: it goes in the batch's commit (one commit
+        where the events and the close took two). None otherwise: it is closed after."""
+        if segment.phase is not SegmentPhase.ENDED or self._commits.failure is not None:
+            return None
+        if not await self._reader.ended():
+            return None
+        return self._runs.closing(segment, None, summary=True)
 
     async def _settle(self) -> bool:
         """Wait for the batch in flight to be committed and forwarded; False when the store
@@ -307,17 +318,22 @@ class RunRecording:
             if part.events and not await self._commits.append(part.segment.run_id, part.events):
                 return
 
-    async def _commit_and_forward(self, parts: list[_Part]) -> bool:
+    async def _commit_and_forward(self, parts: list[_Part], close: Closing | None = None) -> bool:
+        """Commit each part (the last with ``close``, its run's), then forward it."""
         buffered = self._settings.durability == "buffered"
+        last = parts[-1]
         for part in parts:
             if not part.events:
                 continue
             out = encode_frames(part.datas, part.first_seq)
             if buffered:
                 await self.output.put(out)
-            stored = await self._commits.append(part.segment.run_id, part.events)
+            closing = close if part is last else None
+            stored = await self._commits.append(part.segment.run_id, part.events, closing)
             if stored:
                 self._watch.recorded(part.segment.run_id, part.events)
+                if closing is not None:
+                    self._runs.closed(part.segment, closing)
             elif self._commits.stopped:
                 message = f"the recorder could not store the run: {self._commits.failure}"
                 await self.output.put(encode_frame(recorder_error(message, "store_failure")))
@@ -370,12 +386,14 @@ class _Commits:
         """The store failed and the recording must stop."""
         return self.failure is not None and not self._continue
 
-    async def append(self, run_id: str, events: list[NewEvent]) -> bool:
-        """Commit ``events``; False when they are not in the log."""
+    async def append(
+        self, run_id: str, events: list[NewEvent], close: Closing | None = None
+    ) -> bool:
+        """Commit ``events`` (and ``close``); False when they are not in the log."""
         if self.failure is not None and self._continue:
             return False
         try:
-            await self._committer.append(run_id, events)
+            await self._committer.append(run_id, events, close)
             return True
         except StoreError as exc:
             self.failure = str(exc)

@@ -26,7 +26,7 @@ import orjson
 from recorder.errors import Conflict
 from recorder.redaction import Redactor
 from recorder.reference.check import StreamCheck
-from recorder.store import EventStore, NewEvent, NewRun, Redacted
+from recorder.store import Closing, EventStore, NewEvent, NewRun, Redacted
 from recorder.store.model import RECORDER
 from recorder.wire.events import decode
 from recorder.wire.jsontext import well_formed
@@ -175,6 +175,7 @@ class ResponseRuns:
         self.current = Segment(first.run_id, first.thread_id)
         self.segments = [self.current]
         self.summary = summary
+        self._summary_kept = False  # written with a run's close already (``closed``)
 
     async def next_run(self, data: bytes) -> Segment:
         """The segment for ``data``, a frame that came after the current run ended: a new run
@@ -204,30 +205,46 @@ class ResponseRuns:
         self.segments.append(self.current)
         return self.current
 
+    def closing(
+        self, segment: Segment, store_failure: str | None, *, summary: bool = False
+    ) -> Closing:
+        """The run's close as the store takes it; with ``summary``, its thread's summary
+        goes with it (the first run's: the summary is of what the response said)."""
+        status, error = segment.status(store_failure)
+        text = self.summary.text() if summary and segment is self.segments[0] else None
+        return Closing(segment.run_id, status, segment.outcome, error, segment.problems, text)
+
+    def closed(self, segment: Segment, closing: Closing) -> None:
+        """``closing`` was committed (with the run's last events, say)."""
+        segment.phase = SegmentPhase.CLOSED
+        if closing.summary is not None:
+            self._summary_kept = True
+
     async def close(
-        self, segment: Segment, store_failure: str | None, summary: str | None = None
+        self, segment: Segment, store_failure: str | None, *, summary: bool = False
     ) -> None:
-        """Write the run's status (and ``summary``, its thread's, in the same commit), once."""
+        """Write the run's status (with its thread's summary, in the same commit), once."""
         if segment.phase is SegmentPhase.CLOSED:
             return
-        status, error = segment.status(store_failure)
+        closing = self.closing(segment, store_failure, summary=summary)
         await self._store.set_status(
-            segment.run_id,
-            status,
-            outcome=segment.outcome,
-            error=error,
-            violations=segment.problems,
-            summary=summary,
+            closing.run_id,
+            closing.status,
+            outcome=closing.outcome,
+            error=closing.error,
+            violations=closing.violations,
+            summary=closing.summary,
         )
-        segment.phase = SegmentPhase.CLOSED  # (not before: one the store refused stays open)
+        self.closed(segment, closing)  # (not before: one the store refused stays open)
 
     async def close_all(self, store_failure: str | None) -> None:
         """Close every run not closed yet; the thread's summary goes with the first run's
         status (one commit), or alone when that run was closed already."""
         first = self.segments[0]
-        summary = self.summary.text()
-        if summary is not None and first.phase is SegmentPhase.CLOSED:
-            await self._store.set_summary(first.thread_id, summary)
-            summary = None
+        if first.phase is SegmentPhase.CLOSED and not self._summary_kept:
+            summary = self.summary.text()
+            if summary is not None:
+                await self._store.set_summary(first.thread_id, summary)
+            self._summary_kept = True
         for segment in self.segments:
-            await self.close(segment, store_failure, summary if segment is first else None)
+            await self.close(segment, store_failure, summary=not self._summary_kept)

@@ -21,6 +21,7 @@ from recorder.store.model import (
     Appended,
     ChainProblem,
     ChainReport,
+    Closing,
     Heads,
     NewEvent,
     NewRun,
@@ -95,9 +96,13 @@ class EventStore(Protocol):
         ...
 
     async def append_batches(
-        self, batches: Sequence[tuple[str, Sequence[NewEvent]]]
+        self,
+        batches: Sequence[tuple[str, Sequence[NewEvent]]],
+        closes: Sequence[Closing] = (),
     ) -> list[list[Appended]]:
         """Append every batch in one transaction; for each batch, where its events landed.
+        ``closes``: runs closed in that same transaction, after the events, each as
+        ``set_status`` closes it (a run's last events and its close are one commit).
 
         A run's events get ``seq`` 0, 1, 2, ... with no gap, in the order given (batches of
         one run in one call follow each other). ``position`` is global: contiguous within
@@ -108,7 +113,8 @@ class EventStore(Protocol):
         refreshed.
 
         Raises ``RunNotFound`` for an unknown run and ``RunClosed`` for a run whose status
-        is not ``running``; then no batch is written.
+        is not ``running``; then no batch is written and no run closed. ``InputError`` for
+        a closing status that is not terminal.
         """
         ...
 
@@ -455,6 +461,7 @@ __all__ = [
     "Appended",
     "ChainProblem",
     "ChainReport",
+    "Closing",
     "EventStore",
     "Heads",
     "NewEvent",

@@ -24,15 +24,23 @@ from __future__ import annotations
 import time
 from collections import OrderedDict
 from collections.abc import Sequence
+from typing import Any
+
+import orjson
 
 from recorder.errors import Conflict, RunClosed, RunNotFound
 from recorder.store import chain
-from recorder.store.model import RUNNING, Appended, NewEvent, NewRun, Run
+from recorder.store.closing import without_nul
+from recorder.store.model import RUNNING, Appended, Closing, NewEvent, NewRun, Run
 from recorder.store.statements import Body, Fetch
 from recorder.store.writes import Head, Kept, created_run, lineage
 
 CREATE_RUN = Fetch(f"SELECT * FROM recorder_create_run({', '.join(['?'] * 19)})")
 APPEND = Fetch(f"SELECT * FROM recorder_append({', '.join(['?'] * 17)})")
+# The same, then runs closed (migration 0010_append_close): arrays of the closes' runs,
+# statuses, outcomes, errors, violations and summaries, their finish time, and the chain's
+# prefixes (``recorder.store.chain``).
+APPEND_CLOSE = Fetch(f"SELECT * FROM recorder_append_close({', '.join(['?'] * 26)})")
 _THREAD_EXISTS, _BASE_GONE = 1, 2
 _UNKNOWN, _CLOSED, _MOVED = 1, 2, 3
 
@@ -84,12 +92,26 @@ def create_run(run: NewRun, kept: Kept, beat: float) -> Body[Run | None]:
     return created_run(run, parent, bool(inferred), now, beat)
 
 
+def can_append(
+    batches: Sequence[tuple[str, Sequence[NewEvent]]], closes: Sequence[Closing]
+) -> bool:
+    """Whether an append with ``closes`` can be one call: each closed run has events in it
+    (the call has locked and checked its row before it closes it)."""
+    if not closes:
+        return True
+    appended = {run_id for run_id, events in batches if events}
+    return all(close.run_id in appended for close in closes)
+
+
 def append_batches(
-    batches: Sequence[tuple[str, Sequence[NewEvent]]], heads: dict[str, Head]
+    batches: Sequence[tuple[str, Sequence[NewEvent]]],
+    heads: dict[str, Head],
+    closes: Sequence[Closing] = (),
 ) -> Body[list[list[Appended]] | None]:
     """``writes.append_batches`` in one call, chained from ``heads`` (every run's, which
-    is brought up to date); None when a run's events are not where its head says (nothing
-    was written). No event may carry a redaction (their rows are the statements' job).
+    is brought up to date), then ``closes`` (``can_append``) as ``closing.set_status``
+    closes a run; None when a run's events are not where its head says (nothing was
+    written). No event may carry a redaction (their rows are the statements' job).
 
     The events go as a few values rather than arrays of one element each (which the
     driver checks and encodes element by element, at several microseconds an event): their
@@ -146,7 +168,7 @@ def append_batches(
             hashes.append(previous)
             seq += 1
         after[run_id] = Head(seq, previous)
-    params = (
+    params: tuple[Any, ...] = (
         list(runs),
         counts,
         firsts,
@@ -165,7 +187,20 @@ def append_batches(
         b"".join(payloads),
         b"".join(hashes),
     )
-    ((problem, at_run, status, position),) = yield APPEND, params
+    if closes:
+        finished = time.time()
+        params += (
+            [close.run_id for close in closes],
+            [close.status for close in closes],
+            [_text(close.outcome) for close in closes],
+            [_text(close.error) for close in closes],
+            [_violations(close.violations) for close in closes],
+            [_text(close.summary) for close in closes],
+            finished,
+            chain.RUN_PREFIX,
+            chain.THREAD_PREFIX,
+        )
+    ((problem, at_run, status, position),) = yield (APPEND_CLOSE if closes else APPEND), params
     if problem == _MOVED:
         return None
     if problem:
@@ -182,6 +217,14 @@ def append_batches(
         results.append([Appended(first + k, position + k + 1) for k in range(len(events))])
         position += len(events)
     return results
+
+
+def _text(value: str | None) -> str | None:
+    return None if value is None else without_nul(value)
+
+
+def _violations(violations: list[dict[str, object]] | None) -> str | None:
+    return None if violations is None else orjson.dumps(violations).decode()
 
 
 class HeadCache:

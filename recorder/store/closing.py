@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 
 from recorder.errors import InputError, RunNotFound, ThreadNotFound
 from recorder.store import chain
-from recorder.store.model import INCOMPLETE, RUNNING, STATUSES, TERMINAL
+from recorder.store.model import INCOMPLETE, RUNNING, STATUSES, TERMINAL, Closing
 from recorder.store.statements import NOTIFY, Body, Execute, Fetch
+
+T = TypeVar("T")
 
 # Closing a run seals it into its thread's chain. The thread's row is locked first (the
 # lock order in ``recorder.store.writes``), then the run's row is read with its last hash.
@@ -54,6 +56,24 @@ CLOSE_IF_RUNNING = Fetch(
 SET_SUMMARY = Execute("UPDATE threads SET summary = ? WHERE thread_id = ?")
 
 
+def check_closes(closes: Sequence[Closing]) -> None:
+    """Closes ride with an append only to end runs: ``InputError`` for another status."""
+    for close in closes:
+        if close.status not in TERMINAL:
+            raise InputError(f"a run is closed with a terminal status, not {close.status!r}")
+
+
+def then_close(append: Body[T], closes: Sequence[Closing]) -> Body[T]:
+    """The ``append`` body, then each of ``closes`` as ``set_status`` writes it, in the same
+    transaction: the runs' last events and their closes are one commit."""
+    result = yield from append
+    for close in closes:
+        yield from set_status(
+            close.run_id, close.status, close.outcome, close.error, close.violations, close.summary
+        )
+    return result
+
+
 def set_status(
     run_id: str,
     status: str,
@@ -63,7 +83,7 @@ def set_status(
     summary: str | None,
 ) -> Body[None]:
     values = _status_values(status, outcome, error, violations)
-    text = None if summary is None else _without_nul(summary)
+    text = None if summary is None else without_nul(summary)
     assignments = ", ".join(f"{column} = ?" for column in values)
     if status not in TERMINAL:
         if text is not None:  # the thread's row first: see the lock order
@@ -163,7 +183,7 @@ def close_alone(
     nothing because the run has no thread row (or is unknown): ``set_status`` then."""
     values = _status_values(status, outcome, error, violations)
     assignments = ", ".join(f"{column} = ?" for column in values)
-    text = None if summary is None else _without_nul(summary)
+    text = None if summary is None else without_nul(summary)
     run_text = chain.text(run_id)
     params = (
         text,
@@ -202,7 +222,7 @@ def seal(run_id: str, thread: Sequence[Any], tail: Sequence[Any]) -> Body[None]:
 
 
 def set_summary(thread_id: str, summary: str) -> Body[None]:
-    found = yield SET_SUMMARY, (_without_nul(summary), thread_id)
+    found = yield SET_SUMMARY, (without_nul(summary), thread_id)
     if found == 0:
         raise ThreadNotFound(thread_id)
 
@@ -248,13 +268,13 @@ def _status_values(
     if status in TERMINAL:
         values["finished_at"] = time.time()
     if outcome is not None:
-        values["outcome"] = _without_nul(outcome)
+        values["outcome"] = without_nul(outcome)
     if error is not None:
-        values["error"] = _without_nul(error)
+        values["error"] = without_nul(error)
     if violations is not None:
         values["violations"] = orjson.dumps(violations).decode()  # escapes NUL as \u0000
     return values
 
 
-def _without_nul(text: str) -> str:
+def without_nul(text: str) -> str:
     return text.replace("\x00", "") if "\x00" in text else text

@@ -60,6 +60,20 @@ class Appended(NamedTuple):
 
 
 @dataclass(frozen=True, slots=True)
+class Closing:
+    """A run's close written in the same transaction as its last events
+    (``EventStore.append_batches``): what ``set_status`` takes, the status terminal."""
+
+    run_id: str
+    status: str
+    outcome: str | None = None
+    error: str | None = None
+    violations: list[dict[str, object]] | None = None
+    # The thread's summary, kept in the same transaction.
+    summary: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class NewRun:
     run_id: str
     thread_id: str

@@ -49,10 +49,12 @@ _LOCK_EVENTS = "LOCK TABLE events IN EXCLUSIVE MODE"
 _BEGIN_APPEND = f"BEGIN; {_LOCK_EVENTS}"
 _COMMIT_NOTIFY = f"NOTIFY {CHANNEL}; COMMIT"
 _POOL_SIZE = 50
-# Whether migration 0008's functions exist (a database migrated only so far lacks them).
+# Whether the functions of migrations 0008 and 0010 exist (a database migrated only so far
+# lacks them).
 _FUNCTIONS = (
     "SELECT to_regproc('recorder_append') IS NOT NULL "
-    "AND to_regproc('recorder_create_run') IS NOT NULL"
+    "AND to_regproc('recorder_create_run') IS NOT NULL "
+    "AND to_regproc('recorder_append_close') IS NOT NULL"
 )
 _UNAVAILABLE = (
     asyncpg.InsufficientResourcesError,  # 53: disk full, too many connections

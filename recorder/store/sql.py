@@ -51,6 +51,7 @@ from recorder.store.model import (
     Annotations,
     Appended,
     ChainReport,
+    Closing,
     Heads,
     NewEvent,
     NewRun,
@@ -186,32 +187,45 @@ class SqlStore:
         return (await self.append_batches([(run_id, events)]))[0]
 
     async def append_batches(
-        self, batches: Sequence[tuple[str, Sequence[NewEvent]]]
+        self,
+        batches: Sequence[tuple[str, Sequence[NewEvent]]],
+        closes: Sequence[Closing] = (),
     ) -> list[list[Appended]]:
         count = size = 0
         for _run_id, events in batches:
             count += len(events)
             size += sum(map(len, map(_PAYLOAD, events)))  # (loops in C)
+        closing.check_closes(closes)
         if not self.database.one_trip:
-            result = await self._write(lambda: writes.append_batches(batches), count, size)
+            result = await self._write(
+                lambda: closing.then_close(writes.append_batches(batches), closes), count, size
+            )
             self._wake.set()
             return result
         run_ids = [run_id for run_id, _events in batches]
+        closed = [close.run_id for close in closes]
         try:
             heads = self._heads.known(run_ids)
             found = None
-            if heads is not None and not any(e.redacted for _r, es in batches for e in es):
-                call = partial(calls.append_batches, batches, heads)
+            if (
+                heads is not None
+                and calls.can_append(batches, closes)
+                and not any(e.redacted for _r, es in batches for e in es)
+            ):
+                call = partial(calls.append_batches, batches, heads, closes)
                 found = await self._write(call, count, size, alone=True, idempotent=True)
             if heads is None or found is None:
                 # A head unknown, or stale: the statements read the run's own.
                 heads = {}
-                body = partial(writes.append_batches, batches, heads)
-                found = await self._write(body, count, size)
+                appending = partial(writes.append_batches, batches, heads)
+                found = await self._write(
+                    lambda: closing.then_close(appending(), closes), count, size
+                )
         except BaseException:
-            self._heads.forget(run_ids)  # whether it was written is not known here
+            self._heads.forget(run_ids + closed)  # whether it was written is not known here
             raise
         self._heads.update(heads)
+        self._heads.forget(closed)
         self._wake.set()
         return found
 

@@ -14,7 +14,7 @@ from recorder.errors import ConfigError, JournalCorrupt
 from recorder.proxy.journal import MAGIC, JournalFile, Record, encode
 from recorder.proxy.journaled import JournaledStore
 from recorder.runtime import Runtime
-from recorder.store import NewEvent, NewRun, open_store
+from recorder.store import Closing, NewEvent, NewRun, open_store
 from tests.proxy.down import Switchable
 
 OWNER = "recorder-gone"
@@ -181,3 +181,39 @@ async def test_an_unwritable_journal_directory_is_a_clear_error(
     blocker.write_text("a file where the directory should be")
     with pytest.raises(ConfigError, match="journal_dir"):
         await _start(sqlite_url, blocker / "journal")
+
+
+async def test_a_close_journaled_with_its_events_is_replayed_after_them(
+    tmp_path: Path, sqlite_url: str
+) -> None:
+    """During an outage, a run's last events and its close are journaled in one write
+    (events first); the drain writes them in that order: the run ends closed, whole."""
+    store = await open_store(sqlite_url, migrate=True)
+    down = Switchable(store)
+    journaled = JournaledStore(
+        down,  # type: ignore[arg-type]
+        JournalFile.create(tmp_path / "journal"),
+        deadline=1,
+        max_bytes=1 << 20,
+        max_outage=60,
+    )
+    try:
+        await journaled.create_run(NewRun("r1", "t1", agent="demo", owner=OWNER))
+        down.down = True
+        events = [NewEvent(b'{"k": %d}' % k, "CUSTOM") for k in range(3)]
+        close = Closing("r1", "finished", "success", summary="said")
+        appended = await journaled.append_batches([("r1", events)], [close])
+        assert [a.seq for a in appended[0]] == [0, 1, 2] and journaled.degraded
+        assert (await store.get_run("r1")).status == "running"  # held in the journal
+        down.down = False
+        for _ in range(200):
+            if not journaled.degraded:
+                break
+            await asyncio.sleep(0.05)
+        run = await store.get_run("r1")
+        assert (run.status, run.outcome, run.event_count) == ("finished", "success", 3)
+        assert (await store.get_thread("t1")).summary == "said"
+        assert (await store.verify_chains(["t1"])).ok
+    finally:
+        await journaled.close()
+        await store.close()

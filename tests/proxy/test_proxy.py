@@ -444,13 +444,13 @@ class FailingStore:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
 
-    async def append_batches(self, batches: Any) -> Any:
+    async def append_batches(self, batches: Any, closes: Any = ()) -> Any:
         from recorder.errors import StoreUnavailable
 
         if self._ok <= 0:
             raise StoreUnavailable("database connection lost")
         self._ok -= 1
-        return await self._inner.append_batches(batches)
+        return await self._inner.append_batches(batches, closes)
 
 
 @pytest.mark.parametrize("mode", ["error", "continue"])

@@ -15,7 +15,7 @@ import pytest
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from recorder.errors import Conflict, RunClosed
-from recorder.store import EventStore, NewEvent, NewRun, calls, chain, open_store
+from recorder.store import Closing, EventStore, NewEvent, NewRun, calls, chain, open_store
 from recorder.store.migrations import upgrade
 from recorder.store.sql import SqlStore
 from recorder.store.writes import Head, Kept
@@ -194,16 +194,21 @@ async def test_downgrading_drops_the_functions(pg_url: str) -> None:
     try:
         await upgrade(engine)
         found = (
-            "SELECT to_regproc('recorder_append')::text, to_regproc('recorder_create_run')::text"
+            "SELECT to_regproc('recorder_append')::text, to_regproc('recorder_create_run')::text, "
+            "to_regproc('recorder_append_close')::text"
         )
-        assert tuple((await sql(pg_url, found))[0]) == ("recorder_append", "recorder_create_run")
+        assert tuple((await sql(pg_url, found))[0]) == (
+            "recorder_append",
+            "recorder_create_run",
+            "recorder_append_close",
+        )
         async with engine.begin() as conn:
             from alembic import command
 
             from recorder.store.migrations import alembic_config
 
             await conn.run_sync(lambda sync: command.downgrade(alembic_config(sync), "0007_turns"))
-        assert tuple((await sql(pg_url, found))[0]) == (None, None)
+        assert tuple((await sql(pg_url, found))[0]) == (None, None, None)
     finally:
         await engine.dispose()
 
@@ -237,3 +242,40 @@ async def test_a_call_sent_again_writes_once(store: EventStore) -> None:
     # Another writer's run with the id is still a duplicate, not the call's own.
     with pytest.raises(Conflict):
         await store.create_run(NewRun("s1", "ts", infer_parent=True))
+
+
+async def test_last_events_and_their_close_take_one_round_trip(
+    store: EventStore, trips: list[str]
+) -> None:
+    await store.create_run(NewRun("e1", "te", infer_parent=True))
+    await store.append("e1", events(b"1"))
+    trips.clear()
+    close = Closing("e1", "finished", "success", summary="said")
+    appended = await store.append_batches([("e1", events(b"2", b"3"))], [close])
+    assert len(trips) == 1 and "recorder_append_close" in trips[0]
+    assert [a.seq for a in appended[0]] == [1, 2]
+    run = await store.get_run("e1")
+    assert (run.status, run.outcome, run.event_count) == ("finished", "success", 3)
+    assert (await store.get_thread("te")).summary == "said"
+    assert (await store.verify_chains(["te"])).ok
+    with pytest.raises(RunClosed):  # the head it left is forgotten: the run is closed
+        await store.append("e1", events(b"4"))
+
+
+async def test_an_append_and_close_sent_again_writes_once(store: EventStore) -> None:
+    assert isinstance(store, SqlStore)
+    await store.create_run(NewRun("a1", "ta", infer_parent=True))
+    heads = {"a1": Head(0, chain.run_genesis("ta", "a1"))}
+    batches = [("a1", events(b"a", b"b"))]
+    closes = [Closing("a1", "error", "error", "boom", [{"seq": 1, "message": "m"}], "text")]
+    done = await store.database.write(
+        partial(calls.append_batches, batches, dict(heads), closes), alone=True
+    )
+    resent = await store.database.write(
+        partial(calls.append_batches, batches, dict(heads), closes), alone=True
+    )
+    assert done == resent and [a.seq for a in done[0]] == [0, 1]
+    run = await store.get_run("a1")
+    assert (run.status, run.error, run.event_count) == ("error", "boom", 2)
+    assert (await store.heads()).threads["ta"][1] == 1  # sealed once
+    assert (await store.verify_chains(["ta"])).ok
