@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 
-from recorder.errors import UpstreamError
 from recorder.proxy.legs import Answer
 from recorder.wire.sse import FrameSplitter
 
@@ -29,10 +28,6 @@ class FrameReader:
         self._arrived = asyncio.Event()
         self._taken = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
-        # Before ``start``: the answer's end was read (``ended``), or bytes were, held for
-        # the reader to split.
-        self._over = False
-        self._held = b""
 
     async def first(self, seconds: float) -> list[bytes]:
         """The frames (their data) in what the upstream sends within ``seconds``, read on
@@ -65,19 +60,12 @@ class FrameReader:
 
     async def ended(self) -> bool:
         """Whether the answer is over, whole, with every frame taken: nothing more will
-        come. Asked after a batch that ended its run, whose close can then go in the same
-        commit. An end already received but not yet read is found: the loop is given a
-        turn or two (not started, a read that waits for nothing)."""
+        come. Asked, once reading started, after a batch that ended its run, whose close can
+        then go in the same commit. An end already received but not yet read is found:
+        the loop is given a turn or two."""
         task = self._task
         if task is None:
-            if not self._over and not self._held:
-                try:
-                    data = await self._response.read_within(0)
-                except UpstreamError:
-                    return False  # (raised again by the next read: the answer keeps it)
-                self._over = data == b""
-                self._held = data or b""  # split by the reader, which handles what breaks
-            return self._over and not self._pending and not self._splitter.holding()
+            return False
         for _ in range(_END_TURNS):
             if self._pending or task.done():
                 break
@@ -108,9 +96,7 @@ class FrameReader:
 
     async def _read(self) -> None:
         splitter = self._splitter
-        held, self._held = self._held, b""
-        while chunk := held or await self._response.readany():
-            held = b""
+        while chunk := await self._response.readany():
             frames = splitter.datas(chunk)
             if frames:
                 self._pending.extend(frames)

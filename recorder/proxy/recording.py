@@ -38,6 +38,12 @@ is handed over only once the one before was committed and forwarded. A batch obs
 committed before anything else of its run is (a cancelled recording commits what it had
 observed before its closing RUN_ERROR), so the seqs forwarded are the seqs stored.
 
+A run whose last events are the end of the answer (RUN_FINISHED or RUN_ERROR was observed,
+and the reader has seen the answer close) is closed in the commit of that batch, if the
+recording's task read it: one commit where its events and its status took two. Any other
+run (one that ended in the first batch, whose commit the first event waits for, included)
+is closed in CLOSING.
+
 The ``RunWatch`` (``recorder.telemetry``) hears of the first event, of each committed part
 of a batch, and of each run's end (once, when the recording ends).
 
@@ -194,7 +200,7 @@ class RunRecording:
         why the answer broke off, if it did."""
         self._reader.start(f"read-{self.run_id}")
         while (batch := await self._reader.take()) is not None:
-            if not await self._record(batch, overlap=True):
+            if not await self._record(batch, streaming=True):
                 break
         await self._settle()
         return self._reader.failure()
@@ -247,11 +253,14 @@ class RunRecording:
 
     # -- one batch ----------------------------------------------------------------------------
 
-    async def _record(self, frames: list[bytes], overlap: bool = False) -> bool:
+    async def _record(self, frames: list[bytes], streaming: bool = False) -> bool:
         """Record and forward one batch; False when the recording must stop here.
 
-        ``overlap``: when the batch is large or more frames are waiting already, it commits
-        in a task of its own (``_inflight``) while the next one is observed."""
+        ``streaming`` (a batch of the recording's own task, not the first on the request's):
+        when the batch is large or more frames are waiting already, it commits in a task
+        of its own (``_inflight``) while the next one is observed; and when it ends its run
+        and the answer, the run's close goes in its commit. The first batch's commit is the
+        first event's wait: its run, should it end there, is closed after it."""
         if self._silent:
             self._silent = False
             self._watch.first_event()
@@ -279,9 +288,9 @@ class RunRecording:
             segment.next_seq += 1
         if not await self._settle():
             return False  # the store failed: nothing more is committed
-        close = await self._last_of(segment)
+        close = await self._last_of(segment) if streaming else None
         self._unsent = None
-        if overlap and (len(frames) >= _OVERLAP_FROM or self._reader.waiting()):
+        if streaming and (len(frames) >= _OVERLAP_FROM or self._reader.waiting()):
             self._inflight = asyncio.create_task(self._commit_and_forward(parts, close))
             return True
         return await self._commit_and_forward(parts, close)

@@ -45,10 +45,6 @@ class FrameSplitter:
         self._max = max_frame_bytes
         self._size = 0
 
-    def holding(self) -> bool:
-        """Whether part of an event is held, waiting for the rest (or ``close``)."""
-        return bool(self._buf or self._data)
-
     def feed(self, chunk: bytes) -> list[Frame]:
         datas = self._plain(chunk)
         if datas is None:

@@ -1,9 +1,10 @@
 """A run's close rides with its last events when the agent's answer ended with them.
 
 Closing a run used to be a commit of its own after its last batch; when the answer is
-known to be over as that batch is recorded, the close goes in the batch's commit (one
-commit, and one WAL flush on PostgreSQL, where there were two). Either way the log ends
-the same: these tests count which way each run took, and check what it left.
+known to be over as that batch is recorded (by the recording's task: the first batch's
+commit is the first event's wait, and takes nothing more), the close goes in the batch's
+commit (one commit, and one WAL flush on PostgreSQL, where there were two). Either way the
+log ends the same: these tests count which way each run took, and check what it left.
 """
 
 from __future__ import annotations
@@ -12,9 +13,11 @@ import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
+import httpx
 import orjson
 import pytest
-from starlette.responses import StreamingResponse
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, Response, StreamingResponse
 
 from recorder.api import create_app
 from recorder.config import Settings
@@ -81,15 +84,19 @@ def paced(chunks: list[bytes], pause: float) -> StreamingResponse:
 
 
 async def record(
-    db_url: str, chunks: list[bytes], *, pause: float = 0.0
-) -> tuple[CountingStore, list[bytes]]:
-    """One run r1 on thread t1, its answer ``chunks``; what the client read, and the store
-    once every run of the answer is closed."""
-    import httpx
-
+    db_url: str, chunks: list[bytes], *, pause: float = 0.0, status: int = 200
+) -> tuple[CountingStore, httpx.Response]:
+    """One run r1 on thread t1 whose agent answers ``chunks`` (or, with another
+    ``status``, that status and a plain body); the store once every run of the answer is
+    closed, and the client's answer."""
     inner = await open_store(db_url, migrate=True)
     counting = CountingStore(inner)
-    upstream = scripted_upstream({"a": lambda _r: paced(chunks, pause)})
+
+    def answer(_request: Request) -> Response:
+        if status != 200:
+            return PlainTextResponse("no", status_code=status)
+        return paced(chunks, pause)
+
     body = {
         "threadId": "t1",
         "runId": "r1",
@@ -99,20 +106,22 @@ async def record(
         "context": [],
         "forwardedProps": {},
     }
-    async with serving(upstream) as up:
+    async with serving(scripted_upstream({"a": answer})) as up:
         settings = Settings(db=db_url, agents={"a": f"{up}/a"}, journal=False)
         async with serving(create_app(settings, store=counting)) as rec:  # type: ignore[arg-type]
             async with httpx.AsyncClient(timeout=30, trust_env=False) as client:
-                answer = await client.post(
-                    f"{rec}/agents/a", content=orjson.dumps(body), headers=JSON
-                )
+                got = await client.post(f"{rec}/agents/a", content=orjson.dumps(body), headers=JSON)
             # The recording outlives the client's read by a close at most.
             for _ in range(500):
                 runs = await inner.list_runs("t1")
                 if runs and all(run.status != "running" for run in runs):
                     break
                 await asyncio.sleep(0.01)
-    return counting, [line for line in answer.content.split(b"\n") if line.startswith(b"data:")]
+    return counting, got
+
+
+def frames_of(answer: httpx.Response) -> int:
+    return sum(line.startswith(b"data:") for line in answer.content.split(b"\n"))
 
 
 async def closed_state(store: EventStore, run_id: str) -> tuple[object, ...]:
@@ -120,54 +129,39 @@ async def closed_state(store: EventStore, run_id: str) -> tuple[object, ...]:
     return run.status, run.outcome, run.event_count
 
 
-async def test_a_run_that_ends_its_answer_closes_in_its_last_commit(db_url: str) -> None:
-    chunks = [started("r1"), *text("m1", "hello there"), finished("r1")]
-    store, client_saw = await record(db_url, [b"".join(chunks)])
+TRAILING = frame({"type": "CUSTOM", "name": "late", "value": 1})
+CASES = {
+    # The whole answer in one chunk, the first batch: its commit is the first event's wait,
+    # so the run is closed after it.
+    "one chunk": ([b"".join([started("r1"), *text("m1", "hello there"), finished("r1")])], 0.0),
+    # Streamed, the answer ending right after its last chunk, as an agent's does.
+    "streamed": ([started("r1"), *text("m1", "hello there"), finished("r1")], 0.02),
+    # Frames after RUN_FINISHED are the run's too: the close rides with the last of them.
+    "after the end": ([started("r1") + finished("r1"), TRAILING], 0.3),
+    # The answer still open long after the run's end (a comment, then the end): the close
+    # is a commit of its own once the answer is over.
+    "left open": ([started("r1") + finished("r1"), b": still here\n\n"], 0.3),
+}
+EXPECTED = {  # runs closed with events, runs closed apart, events, frames, summary
+    "one chunk": ([], ["r1"], 5, 5, "tell me\nhello there"),
+    "streamed": (["r1"], [], 5, 5, "tell me\nhello there"),
+    "after the end": (["r1"], [], 3, 3, "tell me\n"),
+    "left open": ([], ["r1"], 2, 2, "tell me\n"),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+async def test_a_run_closes_with_its_last_events_when_the_answer_ends_with_them(
+    db_url: str, case: str
+) -> None:
+    chunks, pause = CASES[case]
+    with_events, apart, events, frames, summary = EXPECTED[case]
+    store, answer = await record(db_url, chunks, pause=pause)
     try:
-        assert (store.with_events, store.apart) == (["r1"], [])
-        assert await closed_state(store, "r1") == ("finished", "success", 5)
-        assert len(client_saw) == 5
-        assert (await store.get_thread("t1")).summary == "tell me\nhello there"
-        assert (await store.verify_chains(["t1"])).ok
-    finally:
-        await store.close()
-
-
-async def test_an_answer_streamed_in_chunks_closes_with_its_last(db_url: str) -> None:
-    chunks = [started("r1"), *text("m1", "hi"), finished("r1")]
-    store, client_saw = await record(db_url, chunks, pause=0.02)
-    try:
-        assert (store.with_events, store.apart) == (["r1"], [])
-        assert await closed_state(store, "r1") == ("finished", "success", 5)
-        assert len(client_saw) == 5
-    finally:
-        await store.close()
-
-
-async def test_frames_after_the_end_are_kept_and_the_close_waits_for_them(db_url: str) -> None:
-    """An answer that goes on after RUN_FINISHED: the close cannot ride with the end, as
-    what follows is the run's too; it rides with the frame that came last."""
-    trailing = frame({"type": "CUSTOM", "name": "late", "value": 1})
-    store, client_saw = await record(db_url, [started("r1") + finished("r1"), trailing], pause=0.3)
-    try:
-        assert (store.with_events, store.apart) == (["r1"], [])
-        assert await closed_state(store, "r1") == ("finished", "success", 3)
-        assert len(client_saw) == 3
-        assert (await store.verify_chains(["t1"])).ok
-    finally:
-        await store.close()
-
-
-async def test_an_answer_that_ends_long_after_its_run_closes_the_run_apart(db_url: str) -> None:
-    """The answer is still open when the run's end is recorded (a comment follows later,
-    then the end): the close is a commit of its own, once the answer is over."""
-    chunks = [started("r1") + finished("r1"), b": still here\n\n"]
-    store, client_saw = await record(db_url, chunks, pause=0.3)
-    try:
-        assert (store.with_events, store.apart) == ([], ["r1"])
-        assert await closed_state(store, "r1") == ("finished", "success", 2)
-        assert len(client_saw) == 2
-        assert (await store.get_thread("t1")).summary == "tell me\n"
+        assert (store.with_events, store.apart) == (with_events, apart)
+        assert await closed_state(store, "r1") == ("finished", "success", events)
+        assert frames_of(answer) == frames
+        assert (await store.get_thread("t1")).summary == summary
         assert (await store.verify_chains(["t1"])).ok
     finally:
         await store.close()
@@ -176,42 +170,30 @@ async def test_an_answer_that_ends_long_after_its_run_closes_the_run_apart(db_ur
 async def test_runs_of_one_answer_each_close_once(db_url: str) -> None:
     """An answer holding two runs: the first closes as soon as a later run's frames are
     committed, the last with its own last events; the thread's summary is written once."""
-    chunks = [started("r1"), finished("r1"), started("r2"), *text("m2", "again"), finished("r2")]
-    store, client_saw = await record(db_url, [b"".join(chunks)])
+    chunks = [
+        started("r1") + finished("r1") + started("r2"),
+        b"".join([*text("m2", "again"), finished("r2")]),
+    ]
+    store, answer = await record(db_url, chunks, pause=0.05)
     try:
         assert (store.with_events, store.apart) == (["r2"], ["r1"])
         assert await closed_state(store, "r1") == ("finished", "success", 2)
         assert await closed_state(store, "r2") == ("finished", "success", 5)
-        assert len(client_saw) == 7
+        assert frames_of(answer) == 7
         assert (await store.get_thread("t1")).summary == "tell me\nagain"
         assert (await store.verify_chains(["t1"])).ok
     finally:
         await store.close()
 
 
-@pytest.mark.parametrize("code", ["upstream_http_error"])
-async def test_a_run_that_never_streamed_closes_with_its_error(db_url: str, code: str) -> None:
-    from starlette.responses import PlainTextResponse
-
-    inner = await open_store(db_url, migrate=True)
-    counting = CountingStore(inner)
-    upstream = scripted_upstream({"a": lambda _r: PlainTextResponse("no", status_code=500)})
-    import httpx
-
-    body = {"threadId": "t1", "runId": "r1", "messages": [], "state": {}}
+async def test_a_run_that_never_streamed_closes_with_its_error(db_url: str) -> None:
+    store, answer = await record(db_url, [], status=500)
     try:
-        async with serving(upstream) as up:
-            settings = Settings(db=db_url, agents={"a": f"{up}/a"}, journal=False)
-            async with serving(create_app(settings, store=counting)) as rec:  # type: ignore[arg-type]
-                async with httpx.AsyncClient(timeout=30, trust_env=False) as client:
-                    answer = await client.post(
-                        f"{rec}/agents/a", content=orjson.dumps(body), headers=JSON
-                    )
         assert answer.status_code == 500
-        assert (counting.with_events, counting.apart) == (["r1"], [])
-        run = await counting.get_run("r1")
+        assert (store.with_events, store.apart) == (["r1"], [])
+        run = await store.get_run("r1")
         assert (run.status, run.event_count) == ("error", 1)
-        event = orjson.loads((await counting.read_events("r1"))[0].payload)
-        assert (event["type"], event["code"]) == ("RUN_ERROR", code)
+        event = orjson.loads((await store.read_events("r1"))[0].payload)
+        assert (event["type"], event["code"]) == ("RUN_ERROR", "upstream_http_error")
     finally:
-        await counting.close()
+        await store.close()
