@@ -61,3 +61,39 @@ async def test_a_broken_answer_is_the_reader_s_failure() -> None:
             await reader.stop()
         finally:
             await client.close()
+
+
+async def test_the_end_of_an_answer_is_known_once_every_frame_is_taken() -> None:
+    """``ended``: nothing more will come. Not before reading started, not while the answer
+    is open or frames wait to be taken, not after a broken answer; yes once it is over."""
+
+    def slow(_request: Request) -> Response:
+        return sse([b"data: 1\n\n", b"data: 2\n\n"], delay=0.2)
+
+    def drop(_request: Request) -> Response:
+        return sse([b"data: 1\n\n"], then=ConnectionResetError("gone"))
+
+    async with serving(scripted_upstream({"slow": slow, "drop": drop})) as url:
+        client = UpstreamClient(idle_timeout=10)
+        try:
+            reader = FrameReader(await client.post(f"{url}/slow", b"{}", {}), None)
+            assert not await reader.ended()  # not reading yet
+            reader.start("read-test")
+            assert await reader.take() == [b"1"]
+            assert not await reader.ended()  # open: the second frame is 0.2 s away
+            await asyncio.sleep(0.5)
+            assert not await reader.ended()  # over, but a frame waits to be taken
+            assert await reader.take() == [b"2"]
+            assert await reader.ended()
+            assert await reader.take() is None
+            await reader.stop()
+
+            broken = FrameReader(await client.post(f"{url}/drop", b"{}", {}), None)
+            broken.start("read-test")
+            assert await broken.take() == [b"1"]
+            await asyncio.sleep(0.2)
+            assert not await broken.ended()
+            assert broken.failure() is not None
+            await broken.stop()
+        finally:
+            await client.close()
