@@ -53,7 +53,10 @@ async def import_(request: Request, runtime: RuntimeDep, principal: PrincipalDep
     events they lack, so importing twice adds nothing."""
     async with audited(runtime.store, principal.actor, "import", None) as noted:
         report = await import_lines(
-            runtime.store, split_lines(request.stream()), runtime.proxy.redactor
+            runtime.store,
+            split_lines(request.stream()),
+            runtime.proxy.redactor,
+            owner=runtime.owner,
         )
         noted.update(import_view(report))
     return JSON(import_view(report))

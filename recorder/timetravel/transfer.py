@@ -11,6 +11,7 @@ already there only takes the events it lacks.
 from __future__ import annotations
 
 import base64
+import contextlib
 import time
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Sequence
 from dataclasses import dataclass, replace
@@ -21,7 +22,7 @@ import orjson
 from recorder.errors import Conflict, InputError, RunNotFound
 from recorder.redaction import RUN_INPUT, Redactor, redact
 from recorder.store import Annotations, EventStore, Note, Redacted, Run, ThreadFilter
-from recorder.store.model import RUNNING, Score, Tag
+from recorder.store.model import INCOMPLETE, RUNNING, Closing, Score, Tag
 from recorder.timetravel.export_lines import (
     RunLines,
     add_event,
@@ -205,12 +206,14 @@ async def import_lines(
     store: EventStore,
     lines: Iterable[bytes] | AsyncIterable[bytes],
     redactor: Redactor | None = None,
+    owner: str | None = None,
 ) -> ImportReport:
     """Import an export. Each run is checked whole (its line and every event line) before
     any of it is written: a run imports whole or not at all, and a problem is an
     ``InputError`` naming its line and field; the runs before it stay imported, so the
     same file, fixed, imports the rest. With ``redactor``, inputs and events are redacted
-    as the proxy redacts what it records."""
+    as the proxy redacts what it records. ``owner``: the importing process's owner, given
+    to the runs it creates, so its own reaper leaves them alone while they are written."""
     report = ImportReport()
     current: RunLines | None = None
     number = 0
@@ -222,7 +225,7 @@ async def import_lines(
         kind = line.get("kind")
         if kind == "run":
             if current is not None:
-                await _write(store, current, report, redactor)
+                await _write(store, current, report, redactor, owner)
             current = run_lines(line, number)
         elif kind == "event":
             if current is None:
@@ -230,7 +233,7 @@ async def import_lines(
             add_event(current, line, number)
         elif kind == "annotations":
             if current is not None:
-                await _write(store, current, report)
+                await _write(store, current, report, None, owner)
                 current = None
             try:
                 saved = _annotations(line)
@@ -243,7 +246,7 @@ async def import_lines(
                 f'line {number}: kind: must be "run", "event" or "annotations", got {kind!r}'
             )
     if current is not None:
-        await _write(store, current, report, redactor)
+        await _write(store, current, report, redactor, owner)
     return report
 
 
@@ -262,10 +265,16 @@ def _redact(run: RunLines, redactor: Redactor) -> None:
 
 
 async def _write(
-    store: EventStore, run: RunLines, report: ImportReport, redactor: Redactor | None = None
+    store: EventStore,
+    run: RunLines,
+    report: ImportReport,
+    redactor: Redactor | None = None,
+    owner: str | None = None,
 ) -> None:
     """Write one checked run: created with all its events and its status, or, when it is
-    there already, only the events it lacks (and its status, if it was still running)."""
+    there already, only the events it lacks (and its status, if it was still running).
+    The events and the close are one transaction, so a run created here is never seen
+    closed halfway by a reaper (nor resumed twice)."""
     check_complete(run)
     if redactor is not None:
         _redact(run, redactor)
@@ -275,7 +284,7 @@ async def _write(
     except RunNotFound:
         existing = None
     if existing is None:
-        await store.create_run(run.run)
+        await store.create_run(run.run if owner is None else replace(run.run, owner=owner))
         report.runs_created += 1
         have = 0
     else:
@@ -290,11 +299,28 @@ async def _write(
                 "it has ended"
             )
         have = existing.event_count
-    for start in range(have, len(run.events), _BATCH):
-        batch = run.events[start : start + _BATCH]
-        await store.append(run_id, batch)
-        report.events_added += len(batch)
+    events = run.events[have:]
+    batches = [(run_id, events[i : i + _BATCH]) for i in range(0, len(events), _BATCH)]
+    closes = []
     if run.status != RUNNING:
-        await store.set_status(
-            run_id, run.status, outcome=run.outcome, error=run.error, violations=run.violations
-        )
+        closes.append(Closing(run_id, run.status, run.outcome, run.error, run.violations))
+    if not batches and not closes:
+        return
+    try:
+        if batches:
+            await store.append_batches(batches, closes)
+        else:
+            await store.set_status(
+                run_id,
+                run.status,
+                outcome=run.outcome,
+                error=run.error,
+                violations=run.violations,
+            )
+    except BaseException:
+        if existing is None and owner is not None:
+            # Created under this process's owner, which its reaper skips: close it here.
+            with contextlib.suppress(Exception):
+                await store.set_status(run_id, INCOMPLETE)
+        raise
+    report.events_added += len(events)

@@ -7,14 +7,17 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import httpx
 import pytest
 
+from recorder.errors import RunClosed, StoreUnavailable
 from recorder.store import open_store
+from recorder.timetravel.transfer import import_lines
 from tests.cli.conftest import run_main
 from tests.servers import demo_upstream, recorder_at
 
@@ -258,3 +261,70 @@ async def test_the_same_file_imported_four_times_at_once_adds_each_event_once(
                 "eventsAdded": 0,
                 "annotationsRestored": 0,
             }
+
+
+class _ReapedAfterCreate:
+    """A store on which a reaper from another owner runs right after each run is created,
+    with every heartbeat counted stale (as a long stall between create and append would)."""
+
+    def __init__(self, store: Any, reaper_skips: str) -> None:
+        self._store, self._skips = store, reaper_skips
+        self.reaped: list[str] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+    async def create_run(self, run: Any) -> Any:
+        created = await self._store.create_run(run)
+        stale = time.time() + 60
+        self.reaped += await self._store.mark_incomplete(
+            stale_before=stale, exclude_owner=self._skips
+        )
+        return created
+
+
+async def test_a_reaper_running_while_a_run_is_imported_leaves_the_importer_s_run_alone(
+    db_url: str,
+) -> None:
+    store = await open_store(db_url, migrate=True)
+    try:
+        body = jsonl(export("big", "tb", 2500)).splitlines()
+        reaping = _ReapedAfterCreate(store, reaper_skips="this-process")
+        report = await import_lines(cast(Any, reaping), body, owner="this-process")
+        assert (report.runs_created, report.events_added) == (1, 2500)
+        assert reaping.reaped == []
+        run = await store.get_run("big")
+        assert (run.status, run.event_count) == ("finished", 2500)
+        # the same import under no owner: the reaper takes the run between its creation
+        # and its events, which is why the importing process's owner is given
+        other = jsonl(export("big2", "tb2", 5)).splitlines()
+        with pytest.raises(RunClosed):
+            await import_lines(cast(Any, reaping), other)
+        assert reaping.reaped == ["big2"]
+    finally:
+        await store.close()
+
+
+class _FailsToAppend:
+    def __init__(self, store: Any) -> None:
+        self._store = store
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+    async def append_batches(self, *args: Any, **kwargs: Any) -> Any:
+        raise StoreUnavailable("the database went away")
+
+
+async def test_an_import_failing_after_creating_its_run_leaves_no_run_running(
+    db_url: str,
+) -> None:
+    store = await open_store(db_url, migrate=True)
+    try:
+        body = jsonl(export("r1", "t1", 4)).splitlines()
+        with pytest.raises(StoreUnavailable):
+            await import_lines(cast(Any, _FailsToAppend(store)), body, owner="this-process")
+        run = await store.get_run("r1")
+        assert (run.status, run.event_count) == ("incomplete", 0)
+    finally:
+        await store.close()
