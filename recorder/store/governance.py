@@ -136,7 +136,7 @@ def purge(
         yield from search.clear_index(dialect, thread.thread_id)
         for table, condition in THREAD_TABLES:
             yield Execute(f"DELETE FROM {table} WHERE {condition}"), (thread.thread_id,)
-    yield from _collect_chunks(purged_roots)
+    yield from _collect_chunks(purged_roots, dialect)
     if dialect == SQLITE:  # the text index's segments keep deleted terms until merged
         yield OPTIMIZE_FTS, ()
     yield Sanction("purge", on=False), ()
@@ -166,12 +166,24 @@ def _roots(thread_ids: list[str]) -> Body[set[bytes]]:
     return roots
 
 
-def _collect_chunks(purged_roots: set[bytes]) -> Body[None]:
+# A writer's tree stops at the first chunk it finds present, trusting its subtree: on
+# PostgreSQL, a tree committed after this purge read the roots, through chunks it is
+# about to delete, would lose them. Every tree write inserts (at least its root) into
+# input_chunks, taking ROW EXCLUSIVE until it commits; SHARE waits for those in flight,
+# and holds back new ones until the purge commits (they then insert what it deleted).
+# Taken last, once the purge holds its rows: a tree write takes the rows it needs (its
+# thread, its run) before its chunks, so it waits for the purge before it holds the table.
+LOCK_CHUNKS = Fetch("LOCK TABLE input_chunks IN SHARE MODE")  # no row count to read
+
+
+def _collect_chunks(purged_roots: set[bytes], dialect: str) -> Body[None]:
     """Delete the chunks (content-addressed, shared between threads) that only the purged
     threads' trees reached: a purge leaves none of their bytes, and every tree that remains
     keeps all of its chunks (a chunk present still means its whole subtree is)."""
     if not purged_roots:
         return
+    if dialect != SQLITE:  # SQLite's one writer at a time is lock enough
+        yield LOCK_CHUNKS, ()
     nodes = {bytes(key): bytes(data) for key, data in (yield NODES, ())}
     remaining = {bytes(row[0]) for row in (yield ALL_ROOTS, ())}
     doomed = _reach(purged_roots, nodes) - _reach(remaining, nodes)

@@ -278,7 +278,8 @@ class SqlStore:
     async def save_checkpoint(self, run_id: str, seq: int, data: bytes) -> None:
         tree = writes.input_tree(data)
         size = 0 if tree is not None else len(data)
-        await self._write(lambda: writes.save_checkpoint(run_id, seq, data, tree), 0, size)
+        dialect = self.database.dialect
+        await self._write(lambda: writes.save_checkpoint(run_id, seq, data, tree, dialect), 0, size)
         if tree is not None:
             self._chunks.put(tree.chunks.values())
 

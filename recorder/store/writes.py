@@ -111,6 +111,7 @@ HEARTBEAT = Execute(
     "UPDATE runs SET heartbeat_at = ?, owner = ? WHERE run_id = ? AND heartbeat_at < ?"
 )
 RUN_EXISTS = Fetch("SELECT 1 FROM runs WHERE run_id = ?")
+RUN_KEPT = Fetch(RUN_EXISTS.sql + " FOR KEY SHARE")
 SAVE_CHECKPOINT = Execute(
     "INSERT INTO checkpoints (run_id, seq, data, root) VALUES (?, ?, ?, ?) "
     "ON CONFLICT (run_id, seq) DO NOTHING"
@@ -396,9 +397,15 @@ def heartbeat(run_id: str, owner: str) -> Body[None]:
     yield HEARTBEAT, (now, owner, run_id, now - FRESH_FOR)
 
 
-def save_checkpoint(run_id: str, seq: int, data: bytes, tree: InputTree | None) -> Body[None]:
+def save_checkpoint(
+    run_id: str, seq: int, data: bytes, tree: InputTree | None, dialect: str = "sqlite"
+) -> Body[None]:
     # A checkpoint that exists already was saved by a concurrent reader: same data.
-    if not (yield RUN_EXISTS, (run_id,)):
+    # On PostgreSQL the run's row is locked before the chunks are inserted, as a run's
+    # creation locks its thread first: a purge deleting the run is waited for before the
+    # chunk table is held (see ``governance.LOCK_CHUNKS``).
+    exists = RUN_EXISTS if dialect == "sqlite" else RUN_KEPT
+    if not (yield exists, (run_id,)):
         raise RunNotFound(run_id)
     if tree is None:
         yield SAVE_CHECKPOINT, (run_id, seq, data, None)
