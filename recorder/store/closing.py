@@ -63,15 +63,29 @@ def check_closes(closes: Sequence[Closing]) -> None:
             raise InputError(f"a run is closed with a terminal status, not {close.status!r}")
 
 
-def then_close(append: Body[T], closes: Sequence[Closing]) -> Body[T]:
+def then_close(append: Body[T], closes: Sequence[Closing], dialect: str = "sqlite") -> Body[T]:
     """The ``append`` body, then each of ``closes`` as ``set_status`` writes it, in the same
-    transaction: the runs' last events and their closes are one commit."""
+    transaction: the runs' last events and their closes are one commit. On PostgreSQL the
+    closed runs' threads are locked first (the lock order: the append takes the runs'
+    rows); SQLite's writers take turns."""
+    if closes and dialect == "postgresql":
+        yield _lock_threads(len(closes)), tuple(close.run_id for close in closes)
     result = yield from append
     for close in closes:
         yield from set_status(
             close.run_id, close.status, close.outcome, close.error, close.violations, close.summary
         )
     return result
+
+
+def _lock_threads(count: int) -> Fetch:
+    """The rows of the threads of ``count`` runs, locked in thread id order."""
+    marks = ", ".join(["?"] * count)
+    return Fetch(
+        "SELECT thread_id FROM threads WHERE thread_id IN "
+        f"(SELECT thread_id FROM runs WHERE run_id IN ({marks})) ORDER BY thread_id",
+        lock=True,
+    )
 
 
 def set_status(

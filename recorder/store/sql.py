@@ -196,9 +196,12 @@ class SqlStore:
             count += len(events)
             size += sum(map(len, map(_PAYLOAD, events)))  # (loops in C)
         closing.check_closes(closes)
+        dialect = self.database.dialect
         if not self.database.one_trip:
             result = await self._write(
-                lambda: closing.then_close(writes.append_batches(batches), closes), count, size
+                lambda: closing.then_close(writes.append_batches(batches), closes, dialect),
+                count,
+                size,
             )
             self._wake.set()
             return result
@@ -219,7 +222,7 @@ class SqlStore:
                 heads = {}
                 appending = partial(writes.append_batches, batches, heads)
                 found = await self._write(
-                    lambda: closing.then_close(appending(), closes), count, size
+                    lambda: closing.then_close(appending(), closes, dialect), count, size
                 )
         except BaseException:
             self._heads.forget(run_ids + closed)  # whether it was written is not known here

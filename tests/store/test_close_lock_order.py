@@ -1,0 +1,111 @@
+"""On PostgreSQL an append that closes runs takes their threads' rows before anything else
+(migration 0011_close_lock_order, ``closing.then_close``), as every other writer does.
+
+Taken after the run's row, a run id posted again while its first run was closing
+deadlocked: the duplicate's creation held the thread's row and waited on the run's key,
+the closing append held the run's row and waited for the thread. PostgreSQL failed one of
+them: the duplicate answered "a concurrent write collided" instead of "exists already", or
+the first run's close failed. Both ways of appending are run: the one-call function and
+the statements.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import asyncpg
+import pytest
+
+from recorder.errors import Conflict
+from recorder.store import Closing, EventStore, NewEvent, NewRun, open_store
+from recorder.store.sql import SqlStore
+
+pytestmark = pytest.mark.postgres
+
+FINISHED = b'{"type":"RUN_FINISHED","threadId":"t","runId":"r"}'
+
+
+@pytest.fixture(params=["one call", "statements"])
+async def store(request: pytest.FixtureRequest, pg_url: str) -> AsyncIterator[EventStore]:
+    opened = await open_store(pg_url, migrate=True)
+    assert isinstance(opened, SqlStore) and opened.database.one_trip
+    if request.param == "statements":
+        opened.database.one_trip = False
+    try:
+        yield opened
+    finally:
+        await opened.close()
+
+
+@pytest.fixture
+async def other(pg_url: str) -> AsyncIterator[asyncpg.Connection]:
+    """Another client of the database."""
+    conn = await asyncpg.connect(pg_url.replace("postgresql+asyncpg://", "postgresql://", 1))
+    try:
+        yield conn
+    finally:
+        await conn.close()
+
+
+async def _started(store: EventStore) -> None:
+    await store.create_run(NewRun("r", "t", infer_parent=True))
+    await store.append_batches([("r", [NewEvent(b'{"type":"RUN_STARTED"}', "RUN_STARTED")])])
+
+
+def _close(store: EventStore) -> asyncio.Task[object]:
+    batch = [("r", [NewEvent(FINISHED, "RUN_FINISHED")])]
+    return asyncio.create_task(store.append_batches(batch, [Closing("r", "finished", "success")]))
+
+
+async def test_a_closing_append_waiting_for_its_thread_holds_nothing_of_its_run(
+    store: EventStore, other: asyncpg.Connection, pg_url: str
+) -> None:
+    await _started(store)
+    holder = await asyncpg.connect(pg_url.replace("postgresql+asyncpg://", "postgresql://", 1))
+    try:
+        tx = holder.transaction()
+        await tx.start()
+        await holder.execute("SELECT 1 FROM threads WHERE thread_id = 't' FOR UPDATE")
+        closing = _close(store)
+        await asyncio.sleep(0.3)
+        assert not closing.done(), "the close did not wait for its thread's row"
+        # Neither the run's row nor the events lock is taken while it waits.
+        async with other.transaction():
+            await other.execute("SELECT 1 FROM runs WHERE run_id = 'r' FOR UPDATE NOWAIT")
+            await other.execute("LOCK TABLE events IN EXCLUSIVE MODE NOWAIT")
+        await tx.rollback()
+        await asyncio.wait_for(closing, 10)
+    finally:
+        await holder.close()
+    run = await store.get_run("r")
+    assert run is not None and run.status == "finished" and run.event_count == 2
+
+
+async def test_a_run_id_posted_again_while_its_run_closes_is_a_duplicate_and_the_close_stands(
+    store: EventStore, pg_url: str
+) -> None:
+    await _started(store)
+    holder = await asyncpg.connect(pg_url.replace("postgresql+asyncpg://", "postgresql://", 1))
+    try:
+        # The thread's row is held (a run being created on it): the duplicate's creation
+        # lines up for it first, the closing append second. Taking the run's row before
+        # the thread's, the append would hold it when the duplicate, let in first, checks
+        # the run's key: each would wait for the other.
+        tx = holder.transaction()
+        await tx.start()
+        await holder.execute("SELECT 1 FROM threads WHERE thread_id = 't' FOR UPDATE")
+        again = asyncio.create_task(store.create_run(NewRun("r", "t", infer_parent=True)))
+        await asyncio.sleep(0.2)
+        closing = _close(store)
+        await asyncio.sleep(0.2)
+        assert not again.done() and not closing.done()
+        await tx.rollback()
+        with pytest.raises(Conflict) as raised:
+            await asyncio.wait_for(again, 10)
+        assert str(raised.value) == "run 'r' already exists"
+        await asyncio.wait_for(closing, 10)
+    finally:
+        await holder.close()
+    run = await store.get_run("r")
+    assert run is not None and run.status == "finished" and run.event_count == 2
