@@ -255,13 +255,14 @@ def mark_incomplete(
     if stale_before is not None:
         conditions.append("(heartbeat_at IS NULL OR heartbeat_at < ?)")
         params.append(stale_before)
-    # Read first, then close each under its thread's lock (the lock order): a run is
-    # closed only if it is still running by then.
-    candidates = Fetch(f"SELECT run_id FROM runs WHERE {' AND '.join(conditions)}")
+    # Read first, then close each under its thread's lock (the lock order; threads in id
+    # order, as an append that closes runs takes them): a run is closed only if it is
+    # still running by then.
+    candidates = Fetch(f"SELECT thread_id, run_id FROM runs WHERE {' AND '.join(conditions)}")
     rows = yield candidates, tuple(params)
     closed: list[str] = []
     now = time.time()
-    for (run_id,) in sorted(rows):
+    for _thread_id, run_id in sorted(rows):
         thread = yield LOCK_THREAD_OF_RUN, (run_id,)
         tail = yield CLOSE_IF_RUNNING, (INCOMPLETE, now, run_id, RUNNING)
         if tail and thread:
