@@ -37,9 +37,10 @@ from recorder.store.writes import Head, Kept, created_run, lineage
 
 CREATE_RUN = Fetch(f"SELECT * FROM recorder_create_run({', '.join(['?'] * 19)})")
 APPEND = Fetch(f"SELECT * FROM recorder_append({', '.join(['?'] * 17)})")
-# The same, then runs closed (migration 0010_append_close): arrays of the closes' runs,
-# statuses, outcomes, errors, violations and summaries, their finish time, and the chain's
-# prefixes (``recorder.store.chain``).
+# The same, then runs closed (migration 0010_append_close; their threads' rows locked
+# before anything else since 0011_close_lock_order): arrays of the closes' runs, statuses,
+# outcomes, errors, violations and summaries, their finish time, and the chain's prefixes
+# (``recorder.store.chain``).
 APPEND_CLOSE = Fetch(f"SELECT * FROM recorder_append_close({', '.join(['?'] * 26)})")
 _THREAD_EXISTS, _BASE_GONE = 1, 2
 _UNKNOWN, _CLOSED, _MOVED = 1, 2, 3
