@@ -12,10 +12,12 @@ the statements.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+import contextlib
+from collections.abc import AsyncIterator, Awaitable
 
 import asyncpg
 import pytest
+from asyncpg.transaction import Transaction
 
 from recorder.errors import Conflict
 from recorder.store import Closing, EventStore, NewEvent, NewRun, open_store
@@ -38,19 +40,36 @@ async def store(request: pytest.FixtureRequest, pg_url: str) -> AsyncIterator[Ev
         await opened.close()
 
 
+def _connect(pg_url: str) -> Awaitable[asyncpg.Connection]:
+    return asyncpg.connect(pg_url.replace("postgresql+asyncpg://", "postgresql://", 1))
+
+
 @pytest.fixture
 async def other(pg_url: str) -> AsyncIterator[asyncpg.Connection]:
     """Another client of the database."""
-    conn = await asyncpg.connect(pg_url.replace("postgresql+asyncpg://", "postgresql://", 1))
+    conn = await _connect(pg_url)
     try:
         yield conn
     finally:
         await conn.close()
 
 
-async def _started(store: EventStore) -> None:
+@contextlib.asynccontextmanager
+async def thread_held(store: EventStore, pg_url: str) -> AsyncIterator[Transaction]:
+    """Run ``r`` of thread ``t`` started, and the thread's row held by another client (as
+    a run being created on it holds it) until the transaction given ends."""
     await store.create_run(NewRun("r", "t", infer_parent=True))
     await store.append_batches([("r", [NewEvent(b'{"type":"RUN_STARTED"}', "RUN_STARTED")])])
+    holder = await _connect(pg_url)
+    try:
+        tx = holder.transaction()
+        await tx.start()
+        await holder.execute("SELECT 1 FROM threads WHERE thread_id = 't' FOR UPDATE")
+        yield tx
+    finally:
+        await holder.close()
+    run = await store.get_run("r")
+    assert run is not None and run.status == "finished" and run.event_count == 2
 
 
 def _close(store: EventStore) -> asyncio.Task[object]:
@@ -61,12 +80,7 @@ def _close(store: EventStore) -> asyncio.Task[object]:
 async def test_a_closing_append_waiting_for_its_thread_holds_nothing_of_its_run(
     store: EventStore, other: asyncpg.Connection, pg_url: str
 ) -> None:
-    await _started(store)
-    holder = await asyncpg.connect(pg_url.replace("postgresql+asyncpg://", "postgresql://", 1))
-    try:
-        tx = holder.transaction()
-        await tx.start()
-        await holder.execute("SELECT 1 FROM threads WHERE thread_id = 't' FOR UPDATE")
+    async with thread_held(store, pg_url) as tx:
         closing = _close(store)
         await asyncio.sleep(0.3)
         assert not closing.done(), "the close did not wait for its thread's row"
@@ -76,25 +90,15 @@ async def test_a_closing_append_waiting_for_its_thread_holds_nothing_of_its_run(
             await other.execute("LOCK TABLE events IN EXCLUSIVE MODE NOWAIT")
         await tx.rollback()
         await asyncio.wait_for(closing, 10)
-    finally:
-        await holder.close()
-    run = await store.get_run("r")
-    assert run is not None and run.status == "finished" and run.event_count == 2
 
 
 async def test_a_run_id_posted_again_while_its_run_closes_is_a_duplicate_and_the_close_stands(
     store: EventStore, pg_url: str
 ) -> None:
-    await _started(store)
-    holder = await asyncpg.connect(pg_url.replace("postgresql+asyncpg://", "postgresql://", 1))
-    try:
-        # The thread's row is held (a run being created on it): the duplicate's creation
-        # lines up for it first, the closing append second. Taking the run's row before
-        # the thread's, the append would hold it when the duplicate, let in first, checks
-        # the run's key: each would wait for the other.
-        tx = holder.transaction()
-        await tx.start()
-        await holder.execute("SELECT 1 FROM threads WHERE thread_id = 't' FOR UPDATE")
+    async with thread_held(store, pg_url) as tx:
+        # The duplicate's creation lines up for the thread's row first, the closing append
+        # second. Taking the run's row before the thread's, the append would hold it when
+        # the duplicate, let in first, checks the run's key: each would wait for the other.
         again = asyncio.create_task(store.create_run(NewRun("r", "t", infer_parent=True)))
         await asyncio.sleep(0.2)
         closing = _close(store)
@@ -105,7 +109,3 @@ async def test_a_run_id_posted_again_while_its_run_closes_is_a_duplicate_and_the
             await asyncio.wait_for(again, 10)
         assert str(raised.value) == "run 'r' already exists"
         await asyncio.wait_for(closing, 10)
-    finally:
-        await holder.close()
-    run = await store.get_run("r")
-    assert run is not None and run.status == "finished" and run.event_count == 2
