@@ -29,11 +29,11 @@ down_revision: str | None = "0010_append_close"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
-# Migration 0010's function, as it created it: replaced here with one statement added
-# before its append, and put back as it was on downgrade.
+# Migration 0010's function, as it created it (made to replace the one there): replaced
+# here with one statement added before its append, and put back as it was on downgrade.
 _PREVIOUS = str(
     runpy.run_path(str(Path(__file__).with_name("0010_append_close.py")))["APPEND_CLOSE"]
-)
+).replace("CREATE FUNCTION", "CREATE OR REPLACE FUNCTION", 1)
 _APPEND = "    SELECT a.o_problem, a.o_at, a.o_status, a.o_position\n"
 _LOCK_THREADS = """\
     PERFORM 1 FROM threads t
@@ -41,9 +41,7 @@ _LOCK_THREADS = """\
         ORDER BY t.thread_id FOR UPDATE;
 """
 assert _PREVIOUS.count(_APPEND) == 1, "migration 0010's function is not the one replaced here"
-APPEND_CLOSE = _PREVIOUS.replace("CREATE FUNCTION", "CREATE OR REPLACE FUNCTION", 1).replace(
-    _APPEND, _LOCK_THREADS + _APPEND, 1
-)
+APPEND_CLOSE = _PREVIOUS.replace(_APPEND, _LOCK_THREADS + _APPEND, 1)
 
 
 def upgrade() -> None:
@@ -55,4 +53,4 @@ def upgrade() -> None:
 def downgrade() -> None:
     if op.get_bind().dialect.name != "postgresql":
         return
-    op.execute(_PREVIOUS.replace("CREATE FUNCTION", "CREATE OR REPLACE FUNCTION", 1))
+    op.execute(_PREVIOUS)

@@ -4,10 +4,9 @@ Lock order, the same in every body: a thread's row before a run's row, and appen
 events lock (PostgreSQL) before any run row. ``create_run`` locks its thread and then
 inserts the run; ``set_status`` updates the thread's summary before the run; an append
 that closes runs locks their threads before the events lock (``closing.then_close``,
-migration 0011). Taken the
-other way round, a duplicate run id posted while the first run is closing deadlocks: the
-duplicate holds the thread and waits on the run's row, the closing run holds that row and
-waits for the thread.
+migration 0011). Taken the other way round, a duplicate run id posted while the first run
+is closing deadlocks: the duplicate holds the thread and waits on the run's row, the
+closing run holds that row and waits for the thread.
 
 Text that the store derives from what it records (summaries, a run's error and outcome,
 an event's type) is kept without NUL characters, on both databases: PostgreSQL's ``text``
