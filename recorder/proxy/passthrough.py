@@ -89,8 +89,10 @@ class Passthrough:
     async def lineage(self, run_id: str, *, inputs: bool = True) -> list[Run]:
         return await self.store.lineage(run_id, inputs=inputs)
 
-    async def save_checkpoint(self, run_id: str, seq: int, data: bytes) -> None:
-        await self.store.save_checkpoint(run_id, seq, data)
+    async def save_checkpoint(
+        self, run_id: str, seq: int, data: bytes, *, seen: Run | None = None
+    ) -> None:
+        await self.store.save_checkpoint(run_id, seq, data, seen=seen)
 
     async def drop_checkpoints(self, run_id: str | None = None) -> int:
         return await self.store.drop_checkpoints(run_id)

@@ -248,11 +248,16 @@ class EventStore(Protocol):
         """
         ...
 
-    async def save_checkpoint(self, run_id: str, seq: int, data: bytes) -> None:
+    async def save_checkpoint(
+        self, run_id: str, seq: int, data: bytes, *, seen: Run | None = None
+    ) -> None:
         """Keep ``data``, a snapshot derived from the run's events up to ``seq``.
 
         A checkpoint at the same ``(run_id, seq)`` exists already when a concurrent reader
-        saved it first: it is kept, and this call does nothing. Raises ``RunNotFound``.
+        saved it first: it is kept, and this call does nothing. ``seen``: the run as read
+        before its events were folded; when its head has changed since (a rewrite), the
+        fold may hold what the rewrite replaced, and nothing is kept. Raises
+        ``RunNotFound``.
         """
         ...
 

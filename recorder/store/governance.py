@@ -59,9 +59,14 @@ DETACH: list[tuple[str, str, str]] = [
 OPTIMIZE_FTS = Execute("INSERT INTO search_fts (search_fts) VALUES ('optimize')")
 SELECT_THREADS = "SELECT thread_id FROM threads"
 THREAD_CHAIN = Fetch("SELECT head, sealed FROM threads WHERE thread_id = ?", lock=True)
+# The purged and the rewritten runs are locked before any of their checkpoints is
+# deleted: a checkpoint's write holding one (``writes.save_checkpoint``) is waited for,
+# its checkpoint then deleted with the others, instead of committed under the purge's
+# DELETE of checkpoints and failing its DELETE of runs, or kept past the rewrite.
 PURGED_RUNS = Fetch(
     "SELECT run_id, status, event_count, head FROM runs WHERE thread_id = ? "
-    "ORDER BY created_at, run_id"
+    "ORDER BY created_at, run_id",
+    lock=True,
 )
 INSERT_TOMBSTONE = Fetch(
     "INSERT INTO purges (at, actor, reason, threads, runs, events, detail) "
@@ -74,7 +79,7 @@ INSERT_ACTION = Fetch(
     "INSERT INTO audit_log (at, actor, action, target, outcome, detail) "
     "VALUES (?, ?, ?, ?, ?, ?) RETURNING id"
 )
-REWRITTEN_RUN = Fetch("SELECT status, head, seal FROM runs WHERE run_id = ?")
+REWRITTEN_RUN = Fetch("SELECT status, head, seal FROM runs WHERE run_id = ?", lock=True)
 EVENT_HASH = Fetch("SELECT hash FROM events WHERE run_id = ? AND seq = ?")
 EVENTS_FROM = Fetch(
     "SELECT seq, type, payload, hash FROM events WHERE run_id = ? AND seq >= ? ORDER BY seq"

@@ -114,6 +114,10 @@ class Run:
     finished_at: float | None
     heartbeat_at: float | None
     owner: str | None
+    # The hash its chain ends with, set when it closes (None while it runs) and changed
+    # only by a rewrite of its events: a fold of the run read with one head is a fold of
+    # the same events while the run has that head.
+    head: bytes | None = None
 
 
 @dataclass(frozen=True, slots=True)

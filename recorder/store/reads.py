@@ -27,7 +27,7 @@ from recorder.wire.events import RecordedEvent
 _RUN_COLUMNS = (
     "r.run_id, r.thread_id, r.agent, r.status, {input}, r.parent_run_id, r.parent_seq, "
     "r.parent_inferred, r.origin, r.outcome, r.error, r.violations, r.event_count, "
-    "r.created_at, r.finished_at, r.heartbeat_at, r.owner, {root}, {base}"
+    "r.created_at, r.finished_at, r.heartbeat_at, r.owner, {root}, {base}, r.head"
 )
 RUNS = (
     f"SELECT {_RUN_COLUMNS.format(input='i.input', root='i.root', base='i.base')} "
@@ -412,6 +412,7 @@ def _run(row: Sequence[Any]) -> Run:
         finished_at=row[14],
         heartbeat_at=row[15],
         owner=row[16],
+        head=None if row[19] is None else bytes(row[19]),
     )
 
 

@@ -278,12 +278,16 @@ class SqlStore:
             self._wake.set()
         return closed
 
-    async def save_checkpoint(self, run_id: str, seq: int, data: bytes) -> None:
+    async def save_checkpoint(
+        self, run_id: str, seq: int, data: bytes, *, seen: Run | None = None
+    ) -> None:
         tree = writes.input_tree(data)
         size = 0 if tree is not None else len(data)
         dialect = self.database.dialect
-        await self._write(lambda: writes.save_checkpoint(run_id, seq, data, tree, dialect), 0, size)
-        if tree is not None:
+        kept = await self._write(
+            lambda: writes.save_checkpoint(run_id, seq, data, tree, dialect, seen), 0, size
+        )
+        if kept and tree is not None:
             self._chunks.put(tree.chunks.values())
 
     async def drop_checkpoints(self, run_id: str | None = None) -> int:

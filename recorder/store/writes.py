@@ -111,8 +111,8 @@ CLAIM_FIRST = Fetch(CLAIM.sql + ", (SELECT max(position) FROM events)")
 HEARTBEAT = Execute(
     "UPDATE runs SET heartbeat_at = ?, owner = ? WHERE run_id = ? AND heartbeat_at < ?"
 )
-RUN_EXISTS = Fetch("SELECT 1 FROM runs WHERE run_id = ?")
-RUN_KEPT = Fetch(RUN_EXISTS.sql + " FOR KEY SHARE")
+RUN_HEAD = Fetch("SELECT head FROM runs WHERE run_id = ?")
+RUN_HEAD_KEPT = Fetch(RUN_HEAD.sql + " FOR KEY SHARE")
 SAVE_CHECKPOINT = Execute(
     "INSERT INTO checkpoints (run_id, seq, data, root) VALUES (?, ?, ?, ?) "
     "ON CONFLICT (run_id, seq) DO NOTHING"
@@ -399,20 +399,33 @@ def heartbeat(run_id: str, owner: str) -> Body[None]:
 
 
 def save_checkpoint(
-    run_id: str, seq: int, data: bytes, tree: InputTree | None, dialect: str = "sqlite"
-) -> Body[None]:
+    run_id: str,
+    seq: int,
+    data: bytes,
+    tree: InputTree | None,
+    dialect: str = "sqlite",
+    seen: Run | None = None,
+) -> Body[bool]:
+    """Keep the checkpoint unless the run's head is no longer ``seen``'s (its events were
+    rewritten after the fold read them); whether it was kept or found there already."""
     # A checkpoint that exists already was saved by a concurrent reader: same data.
     # On PostgreSQL the run's row is locked before the chunks are inserted, as a run's
     # creation locks its thread first: a purge deleting the run is waited for before the
-    # chunk table is held (see ``governance.LOCK_CHUNKS``).
-    exists = RUN_EXISTS if dialect == "sqlite" else RUN_KEPT
-    if not (yield exists, (run_id,)):
+    # chunk table is held (see ``governance.LOCK_CHUNKS``). The purge and the rewrite lock
+    # their runs before they delete checkpoints: a write holding the run is waited for
+    # (and its checkpoint deleted with the others), one coming later waits for them and
+    # then reads the run as they left it.
+    rows = yield (RUN_HEAD if dialect == "sqlite" else RUN_HEAD_KEPT), (run_id,)
+    if not rows:
         raise RunNotFound(run_id)
+    if seen is not None and (None if rows[0][0] is None else bytes(rows[0][0])) != seen.head:
+        return False
     if tree is None:
         yield SAVE_CHECKPOINT, (run_id, seq, data, None)
     else:
         yield from insert_chunks(tree)
         yield SAVE_CHECKPOINT, (run_id, seq, None, tree.root)
+    return True
 
 
 def drop_checkpoints(run_id: str | None) -> Body[int]:

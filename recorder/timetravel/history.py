@@ -190,7 +190,7 @@ class History:
                 if inside or last:
                     after = None if since is None else (since, fed)
                     data = projector.checkpoint(indexed=inside, after=after)
-                    await self.store.save_checkpoint(run.run_id, event.seq, data)
+                    await self.store.save_checkpoint(run.run_id, event.seq, data, seen=run)
                     since, fed = data, []
             done = page[-1].seq
 

@@ -272,3 +272,45 @@ async def test_the_state_of_a_thread_without_runs_is_empty_over_http(db_url: str
         }
         refused = await client.get("/threads/bare/state", params={"seq": 3})
         assert refused.status_code == 422 and "has no runs" in refused.text
+
+
+async def test_a_fold_overtaken_by_a_rewrite_saves_no_checkpoint_of_what_it_replaced(
+    store: EventStore,
+) -> None:
+    """The recorder folds a closed run behind its client's back; a redaction committed
+    while that fold is under way must not leave a checkpoint holding the text it removed
+    (the next state read would answer from it)."""
+    frames = [
+        b'{"type":"RUN_STARTED","threadId":"t","runId":"r1"}',
+        b'{"type":"TEXT_MESSAGE_START","messageId":"m1","role":"assistant"}',
+        b'{"type":"TEXT_MESSAGE_CONTENT","messageId":"m1","delta":"mail a1@x.org"}',
+        b'{"type":"TEXT_MESSAGE_END","messageId":"m1"}',
+        b'{"type":"RUN_FINISHED","threadId":"t","runId":"r1"}',
+    ]
+    await record(store, "r1", frames)
+    redacted = frames[2].replace(b"a1@x.org", b"[REDACTED:email]")
+    read_events = store.read_events
+
+    async def overtaken(run_id: str, **where: object) -> list[object]:
+        page = await read_events(run_id, **where)  # type: ignore[arg-type]
+        if page and page[-1].seq == len(frames) - 1:  # the fold has what it will fold
+            await store.rewrite("r1", {2: redacted}, actor="cli", reason="email")
+        return page  # type: ignore[return-value]
+
+    history = History(store, checkpoint_every=2)
+    store.read_events = overtaken  # type: ignore[method-assign]
+    try:
+        await history.build_checkpoints("r1")
+    finally:
+        store.read_events = read_events  # type: ignore[method-assign]
+    saved = await raw_sql(store, "SELECT seq, data, root FROM checkpoints")
+    assert not any(b"a1@x.org" in bytes(data) for _seq, data, _root in saved)
+    # The run's head changed under the fold: none of what it made is kept, the one
+    # before the rewritten event included (a head says whether the events changed, not
+    # where).
+    assert saved == []
+    _run, at = await history.state("r1")
+    assert at.messages[-1]["content"] == "mail [REDACTED:email]"
+    # Built again, now the log has the new text, its checkpoints are kept.
+    await history.build_checkpoints("r1")
+    assert await store.nearest_checkpoint("r1", len(frames) - 1) is not None

@@ -78,3 +78,32 @@ async def test_a_rewrite_drops_the_checkpoints_folded_over_what_it_changed(
     assert await store.nearest_checkpoint("r1", 3) == (1, b"before 1")
     assert (await store.run_checkpoint("r1"))[1] == (1, b"before 1")
     assert await store.nearest_checkpoint("r2", 3) == (3, b"other run")
+
+
+async def test_a_checkpoint_folded_before_a_rewrite_and_saved_after_it_is_not_kept(
+    store: EventStore,
+) -> None:
+    """A fold that read the run (and its events) before a rewrite committed saves what
+    the rewrite replaced: the store turns it away, seeing the run's head has changed."""
+    await _recorded(store)
+    seen = await store.get_run("r1", input=False)
+    assert seen.head is not None  # a closed run's head: its last event's hash
+    await store.rewrite("r1", {1: b'{"n":1,"email":"[REDACTED:email]"}'}, actor="cli", reason=None)
+    await store.save_checkpoint("r1", 3, b"folded over a0@x.org and a1@x.org", seen=seen)
+    assert await store.nearest_checkpoint("r1", 3) is None
+    # Read again after the rewrite, the run's fold is what the log says: kept.
+    again = await store.get_run("r1", input=False)
+    await store.save_checkpoint("r1", 3, b"folded over the redacted log", seen=again)
+    assert await store.nearest_checkpoint("r1", 3) == (3, b"folded over the redacted log")
+    # A live run has no head until it closes; a fold of it read while it ran is kept
+    # while it still runs, not once it has closed (its events may since be rewritten).
+    await store.create_run(NewRun("live", "t1"))
+    await store.append("live", [ev("{}"), ev("{}")])
+    running = await store.get_run("live", input=False)
+    assert running.head is None
+    await store.append("live", [ev("{}")])
+    await store.save_checkpoint("live", 1, b"live fold", seen=running)
+    assert await store.nearest_checkpoint("live", 1) == (1, b"live fold")
+    await store.set_status("live", "finished")
+    await store.save_checkpoint("live", 2, b"read while it ran", seen=running)
+    assert await store.nearest_checkpoint("live", 2) == (1, b"live fold")

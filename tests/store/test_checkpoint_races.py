@@ -1,0 +1,120 @@
+"""A checkpoint's write on PostgreSQL against a purge or a rewrite of its run.
+
+A checkpoint is saved in its own transaction, apart from the fold that made it, and locks
+its run (``FOR KEY SHARE``) before it inserts anything. The purge and the rewrite lock the
+runs they change (``FOR UPDATE``) before they delete any checkpoint: a checkpoint's write
+in flight is waited for and then deleted with the rest, one arriving later waits for them
+and then finds its run gone, or changed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import asyncpg
+import pytest
+
+from recorder.store import EventStore, NewEvent, NewRun, PurgeSelection, open_store
+
+pytestmark = pytest.mark.postgres
+
+
+async def _closed(store: EventStore, thread: str) -> str:
+    run_id = f"{thread}-r"
+    await store.create_run(NewRun(run_id, thread))
+    events = [NewEvent(b'{"n":%d,"email":"a%d@x.org"}' % (i, i), "CUSTOM") for i in range(4)]
+    await store.append(run_id, events)
+    await store.set_status(run_id, "finished")
+    return run_id
+
+
+async def _held(conn: asyncpg.Connection, run_id: str) -> asyncpg.transaction.Transaction:
+    """A checkpoint's write in flight: its run locked as the store locks it, nothing
+    inserted yet."""
+    tx = conn.transaction()
+    await tx.start()
+    await conn.execute("SELECT 1 FROM runs WHERE run_id = $1 FOR KEY SHARE", run_id)
+    return tx
+
+
+async def test_a_purge_waits_for_a_checkpoint_in_flight_and_deletes_it(pg_url: str) -> None:
+    """Before, the purge deleted the thread's checkpoints, then its runs, and the run's
+    delete waited for the checkpoint's commit: it then failed on the foreign key of the
+    checkpoint just committed, and nothing was purged."""
+    store = await open_store(pg_url, migrate=True)
+    writer = await asyncpg.connect(pg_url.replace("postgresql+asyncpg", "postgresql", 1))
+    try:
+        run_id = await _closed(store, "gone")
+        tx = await _held(writer, run_id)
+        purge = asyncio.create_task(
+            store.purge(PurgeSelection(thread_ids=("gone",)), actor="cli", reason="erasure")
+        )
+        await asyncio.sleep(0.5)
+        assert not purge.done(), "the purge did not wait for the checkpoint's write"
+        await writer.execute(
+            "INSERT INTO checkpoints (run_id, seq, data) VALUES ($1, 3, 'derived')", run_id
+        )
+        await tx.commit()
+        report = await asyncio.wait_for(purge, 30)
+        assert [t.thread_id for t in report.threads] == ["gone"]
+        assert await writer.fetchval("SELECT count(*) FROM checkpoints") == 0
+        assert await writer.fetchval("SELECT count(*) FROM runs") == 0
+        # and a checkpoint saved once the purge is done finds its run gone
+        with pytest.raises(Exception, match="gone-r"):
+            await store.save_checkpoint(run_id, 3, b"late")
+    finally:
+        await writer.close()
+        await store.close()
+
+
+async def test_a_rewrite_waits_for_a_checkpoint_in_flight_and_drops_it(pg_url: str) -> None:
+    """Before, the rewrite neither waited nor saw the checkpoint (not yet committed when
+    it dropped the run's checkpoints): folded over the replaced text, it stayed, and the
+    state of the run answered with what a redaction had removed."""
+    store = await open_store(pg_url, migrate=True)
+    writer = await asyncpg.connect(pg_url.replace("postgresql+asyncpg", "postgresql", 1))
+    try:
+        run_id = await _closed(store, "t")
+        tx = await _held(writer, run_id)
+        rewrite = asyncio.create_task(
+            store.rewrite(run_id, {1: b'{"n":1,"email":"[REDACTED]"}'}, actor="cli", reason=None)
+        )
+        await asyncio.sleep(0.5)
+        assert not rewrite.done(), "the rewrite did not wait for the checkpoint's write"
+        await writer.execute(
+            "INSERT INTO checkpoints (run_id, seq, data) VALUES ($1, 3, 'holds a1@x.org')",
+            run_id,
+        )
+        await tx.commit()
+        await asyncio.wait_for(rewrite, 30)
+        assert await store.nearest_checkpoint(run_id, 3) is None
+    finally:
+        await writer.close()
+        await store.close()
+
+
+async def test_a_checkpoint_saved_while_a_rewrite_runs_waits_and_is_turned_away(
+    pg_url: str,
+) -> None:
+    """The other order: the rewrite holds the run when the checkpoint, folded before it,
+    comes to be saved. The write waits for the rewrite's commit, then sees the run's new
+    head and keeps nothing."""
+    store = await open_store(pg_url, migrate=True)
+    holder = await asyncpg.connect(pg_url.replace("postgresql+asyncpg", "postgresql", 1))
+    try:
+        run_id = await _closed(store, "t")
+        seen = await store.get_run(run_id, input=False)
+        # The rewrite's first hold on the run, then its new head, as it writes them.
+        tx = holder.transaction()
+        await tx.start()
+        await holder.execute("SELECT 1 FROM runs WHERE run_id = $1 FOR UPDATE", run_id)
+        save = asyncio.create_task(store.save_checkpoint(run_id, 3, b"holds a1", seen=seen))
+        await asyncio.sleep(0.3)
+        assert not save.done()
+        await holder.execute("UPDATE runs SET head = $1 WHERE run_id = $2", b"\x01" * 32, run_id)
+        await tx.commit()
+        await asyncio.wait_for(save, 10)
+        assert await store.nearest_checkpoint(run_id, 3) is None
+    finally:
+        await holder.close()
+        await store.close()
