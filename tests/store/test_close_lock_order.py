@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import AsyncIterator, Awaitable
 
 import asyncpg
@@ -109,3 +110,31 @@ async def test_a_run_id_posted_again_while_its_run_closes_is_a_duplicate_and_the
             await asyncio.wait_for(again, 10)
         assert str(raised.value) == "run 'r' already exists"
         await asyncio.wait_for(closing, 10)
+
+
+async def test_the_reaper_and_an_append_closing_runs_of_two_threads_take_them_in_one_order(
+    store: EventStore, other: asyncpg.Connection
+) -> None:
+    """The reaper closes stale runs in thread id order, as an append that closes runs
+    takes their threads. Here the run ids sort the other way round (thread A's stale run
+    is ``z``, B's is ``a``): going by run id, the reaper held B and waited for A while the
+    append held A and waited for B, and PostgreSQL failed one of the two."""
+    for run_id, thread_id in (("z", "A"), ("a", "B"), ("a-live", "A"), ("b-live", "B")):
+        await store.create_run(NewRun(run_id, thread_id))
+    await other.execute("UPDATE runs SET heartbeat_at = 0 WHERE run_id IN ('z', 'a')")
+    async with other.transaction():
+        # B's stale run held (as an append to it would): the reaper stops there, holding
+        # what it took before.
+        await other.execute("SELECT 1 FROM runs WHERE run_id = 'a' FOR UPDATE")
+        reaping = asyncio.create_task(store.mark_incomplete(stale_before=time.time() - 60))
+        await asyncio.sleep(0.3)
+        assert not reaping.done()
+        batch = [(r, [NewEvent(FINISHED, "RUN_FINISHED")]) for r in ("a-live", "b-live")]
+        closes = [Closing(r, "finished", "success") for r in ("a-live", "b-live")]
+        closing = asyncio.create_task(store.append_batches(batch, closes))
+        await asyncio.sleep(0.3)
+        assert not closing.done()
+    assert sorted(await asyncio.wait_for(reaping, 10)) == ["a", "z"]
+    await asyncio.wait_for(closing, 10)
+    for run_id, status in (("z", "incomplete"), ("a", "incomplete"), ("a-live", "finished")):
+        assert (await store.get_run(run_id)).status == status
