@@ -167,8 +167,11 @@ class Passthrough:
         *,
         replace: bool = True,
         done: bool = True,
+        seen: Run | None = None,
     ) -> int:
-        return await self.store.index_run(run_id, thread_id, docs, replace=replace, done=done)
+        return await self.store.index_run(
+            run_id, thread_id, docs, replace=replace, done=done, seen=seen
+        )
 
     async def clear_index(self, thread_id: str | None = None) -> None:
         await self.store.clear_index(thread_id)

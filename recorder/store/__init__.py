@@ -409,11 +409,15 @@ class EventStore(Protocol):
         *,
         replace: bool = True,
         done: bool = True,
+        seen: Run | None = None,
     ) -> int:
         """Add ``docs`` to the run's searchable documents, in one transaction: with
         ``replace`` after dropping those it had, with ``done`` marking the run indexed.
         A run's documents may so be written in several transactions (the first replacing,
-        the last done): a crash between them leaves the run to be indexed again, whole."""
+        the last done): a crash between them leaves the run to be indexed again, whole.
+        Nothing is written (0) for a run gone meanwhile, nor, given ``seen`` (the run as
+        read before its events), once its head has changed (a rewrite: the documents may
+        hold what it replaced; the run is left to be indexed again)."""
         ...
 
     async def clear_index(self, thread_id: str | None = None) -> None:

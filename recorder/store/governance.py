@@ -273,10 +273,12 @@ def tombstones() -> Body[list[Tombstone]]:
 
 
 def rewrite(
-    run_id: str, payloads: Mapping[int, bytes], actor: str, reason: str | None
+    run_id: str, payloads: Mapping[int, bytes], actor: str, reason: str | None, dialect: str
 ) -> Body[RewriteReport]:
     """Replace the payloads of the run's events at the given seqs, re-hash them and every
-    later event of the run, re-seal the run and its thread, and record the change."""
+    later event of the run, re-seal the run and its thread, and record the change. What
+    was derived from the old payloads goes in the same transaction: the checkpoints
+    folded over them and the run's search documents (indexed again from the new ones)."""
     if not payloads:
         raise InputError("a rewrite needs at least one event")
     thread = yield LOCK_THREAD_OF_RUN, (run_id,)
@@ -311,6 +313,7 @@ def rewrite(
             yield REHASH_EVENT, (new_hash, run_id, seq)
     yield Sanction("rewrite", on=False), ()
     yield DROP_CHECKPOINTS_FROM, (run_id, first)
+    yield from search.forget_run(dialect, run_id)
     new_head = hashes[-1]
     new_thread_head = None if old_thread_head is None else bytes(old_thread_head)
     if seal is not None:

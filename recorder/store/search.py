@@ -26,6 +26,7 @@ from recorder.store.model import (
     RUNNING,
     SEARCH_KINDS,
     Page,
+    Run,
     SearchDoc,
     SearchFilter,
     SearchHit,
@@ -50,7 +51,7 @@ DROP_FTS_OF_RUN = Execute(
     "SELECT 'delete', id, terms FROM search_docs WHERE run_id = ?"
 )
 DROP_DOCS_OF_RUN = Execute("DELETE FROM search_docs WHERE run_id = ?")
-LOCK_RUN = Fetch("SELECT 1 FROM runs WHERE run_id = ?", lock=True)
+LOCK_RUN = Fetch("SELECT head FROM runs WHERE run_id = ?", lock=True)
 UNMARK_INDEXED = Execute("DELETE FROM search_runs WHERE run_id = ?")
 MARK_INDEXED = Execute(
     "INSERT INTO search_runs (run_id, thread_id, indexed_at) VALUES (?, ?, ?) "
@@ -93,17 +94,23 @@ def index_run(
     replace: bool,
     done: bool,
     now: float,
+    seen: Run | None = None,
 ) -> Body[int]:
     """Add ``docs`` (each with its terms) to the run's documents: first dropping those it
-    had (``replace``), then marking it indexed (``done``)."""
+    had (``replace``), then marking it indexed (``done``). Nothing is written for a run
+    gone meanwhile (a purge), nor when its head is no longer ``seen``'s (a rewrite since
+    the documents were read from its events: it is left to be indexed again)."""
     # The run's row, locked: two indexers of one run take turns (PostgreSQL), and the
-    # second replaces the first's documents instead of adding to them.
-    yield LOCK_RUN, (run_id,)
+    # second replaces the first's documents instead of adding to them. A purge and a
+    # rewrite lock it too before they drop documents: an indexer holding it is waited for.
+    found = yield LOCK_RUN, (run_id,)
+    if not found:
+        return 0
+    head = found[0][0]
+    if seen is not None and (None if head is None else bytes(head)) != seen.head:
+        return 0
     if replace:
-        if dialect == SQLITE:
-            yield DROP_FTS_OF_RUN, (run_id,)
-        yield DROP_DOCS_OF_RUN, (run_id,)
-        yield UNMARK_INDEXED, (run_id,)  # indexed again only once the last piece is in
+        yield from forget_run(dialect, run_id)
     for doc, words in docs:
         values = _doc_values(doc)
         if dialect == SQLITE:
@@ -114,6 +121,14 @@ def index_run(
     if done:
         yield MARK_INDEXED, (run_id, thread_id, now)
     return len(docs)
+
+
+def forget_run(dialect: str, run_id: str) -> Body[None]:
+    """Drop the run's documents and its mark: it is to be indexed again (all of it)."""
+    if dialect == SQLITE:
+        yield DROP_FTS_OF_RUN, (run_id,)
+    yield DROP_DOCS_OF_RUN, (run_id,)
+    yield UNMARK_INDEXED, (run_id,)  # indexed again only once the last piece is in
 
 
 def clear_index(dialect: str, thread_id: str | None) -> Body[None]:

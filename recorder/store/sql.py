@@ -307,8 +307,11 @@ class SqlStore:
         self, run_id: str, payloads: Mapping[int, bytes], *, actor: str, reason: str | None
     ) -> RewriteReport:
         size = sum(len(p) for p in payloads.values())
+        dialect = self.database.dialect
         report = await self._write(
-            lambda: governance.rewrite(run_id, payloads, actor, reason), len(payloads), size
+            lambda: governance.rewrite(run_id, payloads, actor, reason, dialect),
+            len(payloads),
+            size,
         )
         self._wake.set()
         return report
@@ -444,12 +447,15 @@ class SqlStore:
         *,
         replace: bool = True,
         done: bool = True,
+        seen: Run | None = None,
     ) -> int:
         dialect, now = self.database.dialect, time.time()
         prepared = [(doc, search.document_terms(dialect, doc)) for doc in docs]
         size = 1 << 30  # never a small write: SQLite runs it on its thread, off the loop
         return await self._write(
-            lambda: search.index_run(dialect, run_id, thread_id, prepared, replace, done, now),
+            lambda: search.index_run(
+                dialect, run_id, thread_id, prepared, replace, done, now, seen
+            ),
             len(docs),
             size,
         )

@@ -363,7 +363,7 @@ class Indexer:
             chunk = docs[start : start + _DOCS_PER_WRITE]
             last = start + _DOCS_PER_WRITE >= len(docs)
             written += await self.store.index_run(
-                run_id, run.thread_id, chunk, replace=start == 0, done=last
+                run_id, run.thread_id, chunk, replace=start == 0, done=last, seen=run
             )
         return written
 

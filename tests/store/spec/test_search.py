@@ -10,7 +10,7 @@ import orjson
 import pytest
 
 from recorder.errors import InputError
-from recorder.store import EventStore, NewEvent, NewRun, SearchFilter
+from recorder.store import EventStore, NewEvent, NewRun, PurgeSelection, SearchFilter
 from recorder.timetravel.indexing import Indexer
 
 
@@ -325,3 +325,66 @@ async def test_messages_only_in_a_snapshot(store: EventStore) -> None:
     assert await hits(store, "lisbon", tool="book_hotel") == [("r1", "tool_call", 4)]
     assert await hits(store, "booked") == [("r1", "tool_call", 4)]
     assert await hits(store, "plan my trip") == [("r1", "input", -1)]
+
+
+async def test_a_rewrite_takes_what_it_replaced_out_of_the_index(store: EventStore) -> None:
+    """Redacting a recorded run (``EventStore.rewrite``) drops its documents in the same
+    transaction: a search never finds, nor shows, the text a redaction removed. The
+    indexer then indexes the run again from its rewritten events."""
+    await record(store, "r1", "t1", said("m1", "write to bob@example.com ", "today"))
+    await record(store, "r2", "t2", said("m2", "bob@example.com is unrelated here"))
+    assert await Indexer(store).index_pending() == 2
+    assert sorted(await hits(store, "bob example")) == [("r1", "message", 1), ("r2", "message", 1)]
+    events = await store.read_events("r1")
+    (seq,) = [e.seq for e in events if b"bob@example.com" in e.payload]
+    redacted = events[seq].payload.replace(b"bob@example.com", b"[REDACTED:email]")
+    await store.rewrite("r1", {seq: redacted}, actor="cli", reason="erasure")
+    assert await hits(store, "bob example") == [("r2", "message", 1)]
+    assert await store.runs_to_index(10) == ["r1"]
+    assert await Indexer(store).index_pending() == 1
+    assert await hits(store, "bob example") == [("r2", "message", 1)]
+    (hit,) = (await store.search(SearchFilter(text="today", thread_id="t1"))).items
+    assert hit.snippet == "write to [REDACTED:email] today"
+
+
+async def test_an_index_of_what_a_rewrite_replaced_is_not_written_after_it(
+    store: EventStore,
+) -> None:
+    """The indexer read the run before a rewrite and writes its documents after it: the
+    store turns them away (the run's head is no longer the one read), and the run stays
+    to be indexed again. The same for a run purged meanwhile: nothing is written."""
+    await record(store, "r1", "t1", said("m1", "write to bob@example.com"))
+    indexer = Indexer(store)
+    index_run = store.index_run
+    events = await store.read_events("r1")
+    (seq,) = [e.seq for e in events if b"bob@example.com" in e.payload]
+    redacted = events[seq].payload.replace(b"bob@example.com", b"[REDACTED:email]")
+
+    async def overtaken(run_id: str, *args: Any, **kwargs: Any) -> int:
+        await store.rewrite("r1", {seq: redacted}, actor="cli", reason="erasure")
+        store.index_run = index_run  # type: ignore[method-assign]
+        return await index_run(run_id, *args, **kwargs)
+
+    store.index_run = overtaken  # type: ignore[method-assign]
+    assert await indexer.index_run("r1") == 0
+    assert await hits(store, "bob example") == []
+    assert await store.runs_to_index(10) == ["r1"]
+    assert await indexer.index_pending() == 1
+    assert await hits(store, "redacted") == [("r1", "message", 1)]
+
+
+async def test_an_index_of_a_run_purged_meanwhile_is_not_written(store: EventStore) -> None:
+    """Before, the documents of a thread purged (erased) while the indexer read it were
+    written after the purge, and stayed searchable."""
+    await record(store, "r1", "t1", said("m1", "write to bob@example.com"))
+    index_run = store.index_run
+
+    async def overtaken(run_id: str, *args: Any, **kwargs: Any) -> int:
+        await store.purge(PurgeSelection(thread_ids=("t1",)), actor="cli", reason="erasure")
+        return await index_run(run_id, *args, **kwargs)
+
+    store.index_run = overtaken  # type: ignore[method-assign]
+    assert await Indexer(store).index_run("r1") == 0
+    store.index_run = index_run  # type: ignore[method-assign]
+    assert await hits(store, "bob example") == []
+    assert await store.runs_to_index(10) == []

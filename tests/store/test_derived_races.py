@@ -1,10 +1,12 @@
-"""A checkpoint's write on PostgreSQL against a purge or a rewrite of its run.
+"""Writes of derived data (checkpoints, search documents) on PostgreSQL against a purge or
+a rewrite of their run.
 
-A checkpoint is saved in its own transaction, apart from the fold that made it, and locks
-its run (``FOR KEY SHARE``) before it inserts anything. The purge and the rewrite lock the
-runs they change (``FOR UPDATE``) before they delete any checkpoint: a checkpoint's write
-in flight is waited for and then deleted with the rest, one arriving later waits for them
-and then finds its run gone, or changed.
+Both are written in transactions of their own, apart from the reads they were derived
+from, and lock their run before they write anything (a checkpoint ``FOR KEY SHARE``, the
+indexer ``FOR UPDATE``). The purge and the rewrite lock the runs they change
+(``FOR UPDATE``) before they delete what was derived from them: a write in flight is
+waited for and then deleted with the rest; one arriving later waits for them and then
+finds its run gone, or changed, and writes nothing.
 """
 
 from __future__ import annotations
@@ -117,4 +119,37 @@ async def test_a_checkpoint_saved_while_a_rewrite_runs_waits_and_is_turned_away(
         assert await store.nearest_checkpoint(run_id, 3) is None
     finally:
         await holder.close()
+        await store.close()
+
+
+async def test_a_rewrite_waits_for_the_indexer_holding_its_run_and_drops_what_it_wrote(
+    pg_url: str,
+) -> None:
+    store = await open_store(pg_url, migrate=True)
+    indexer = await asyncpg.connect(pg_url.replace("postgresql+asyncpg", "postgresql", 1))
+    try:
+        run_id = await _closed(store, "t")
+        tx = indexer.transaction()
+        await tx.start()
+        await indexer.execute("SELECT head FROM runs WHERE run_id = $1 FOR UPDATE", run_id)
+        rewrite = asyncio.create_task(
+            store.rewrite(run_id, {1: b'{"n":1,"email":"[REDACTED]"}'}, actor="cli", reason=None)
+        )
+        await asyncio.sleep(0.5)
+        assert not rewrite.done(), "the rewrite did not wait for the indexer"
+        await indexer.execute(
+            "INSERT INTO search_docs (thread_id, run_id, seq_from, seq_to, kind, text, "
+            "recorded_at, terms) VALUES ('t', $1, 1, 1, 'message', 'a1@x.org', 0, "
+            "to_tsvector('simple', 'a1@x.org'))",
+            run_id,
+        )
+        await indexer.execute(
+            "INSERT INTO search_runs (run_id, thread_id, indexed_at) VALUES ($1, 't', 0)", run_id
+        )
+        await tx.commit()
+        await asyncio.wait_for(rewrite, 30)
+        assert await indexer.fetchval("SELECT count(*) FROM search_docs") == 0
+        assert await store.runs_to_index(10) == [run_id]
+    finally:
+        await indexer.close()
         await store.close()
