@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from recorder.errors import InputError
+from recorder.errors import InputError, RunNotFound
 from recorder.reference import layout
 from recorder.reference.projector import Projection, Projector, written_after
 from recorder.store import EventStore, Run
@@ -197,11 +197,15 @@ class History:
 
 async def rebuild_checkpoints(history: History, run_ids: Iterable[str]) -> int:
     """Drop every checkpoint and build those of ``run_ids`` again (checkpoints are derived
-    data: the answers do not change); the number of runs rebuilt."""
+    data: the answers do not change); the number of runs rebuilt (not those purged since
+    they were listed)."""
     await history.store.drop_checkpoints()
     count = 0
     for run_id in run_ids:
-        await history.build_checkpoints(run_id)
+        try:
+            await history.build_checkpoints(run_id)
+        except RunNotFound:
+            continue
         count += 1
     return count
 

@@ -16,11 +16,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from recorder.config import RedactionRule
+from recorder.errors import ThreadNotFound
 from recorder.redaction import Redactor, redact
 from recorder.store import EventStore
 from recorder.store.model import RUNNING
 from recorder.timetravel.audit import rewrite
 from recorder.timetravel.history import History
+from recorder.timetravel.indexing import Indexer
 
 
 @dataclass
@@ -28,9 +30,15 @@ class RedactReport:
     runs: list[dict[str, Any]] = field(default_factory=list)  # rewrites, or dry-run finds
     skipped: list[str] = field(default_factory=list)  # runs still recording
     events: int = 0
+    summaries: list[str] = field(default_factory=list)  # threads whose summary a rule matched
 
     def view(self) -> dict[str, Any]:
-        return {"runs": self.runs, "skipped": self.skipped, "events": self.events}
+        return {
+            "runs": self.runs,
+            "skipped": self.skipped,
+            "events": self.events,
+            "summaries": self.summaries,
+        }
 
 
 async def redact_recorded(
@@ -42,11 +50,14 @@ async def redact_recorded(
     reason: str | None,
     dry_run: bool = False,
     history: History | None = None,
+    indexer: Indexer | None = None,
 ) -> RedactReport:
     """Apply ``rules`` to the stored events of these threads (every thread when none).
 
-    A rewrite drops the run's checkpoints folded over what it changed; ``history`` builds
-    them again from the rewritten events (without it, the next reads fold further)."""
+    A rewrite drops the run's checkpoints folded over what it changed and its search
+    documents; ``history`` builds the first again from the rewritten events (without it,
+    the next reads fold further), ``indexer`` the second (without it, the next pass of a
+    recorder's indexer does)."""
     redactor = Redactor(rules)
     label = ", ".join(rule.name for rule in rules)
     report = RedactReport()
@@ -73,8 +84,27 @@ async def redact_recorded(
             done = await rewrite(store, run.run_id, changed, actor=actor, reason=why)
             if history is not None:
                 await history.build_checkpoints(run.run_id)
+            if indexer is not None:
+                await indexer.index_run(run.run_id)
             report.runs.append({**done, "rules": sorted(fired)})
+        if await _summary(store, thread_id, redactor, dry_run):
+            report.summaries.append(thread_id)
     return report
+
+
+async def _summary(store: EventStore, thread_id: str, redactor: Redactor, dry_run: bool) -> bool:
+    """Redact the thread's summary (its searchable text, shown in its listing, derived from
+    what was said) as a whole, as it is at record time; whether a rule matched it."""
+    try:
+        summary = (await store.get_thread(thread_id)).summary
+        redacted = redactor.text(summary) if summary else summary
+        if redacted == summary:
+            return False
+        if not dry_run:
+            await store.set_summary(thread_id, redacted or "")
+    except ThreadNotFound:  # purged meanwhile
+        return False
+    return True
 
 
 async def _threads(store: EventStore, named: list[str]) -> list[str]:

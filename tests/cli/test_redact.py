@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import json
 
-from recorder.store import NewEvent, NewRun, open_store
+from recorder.store import NewEvent, NewRun, SearchFilter, open_store
 from recorder.timetravel.history import History
+from recorder.timetravel.indexing import Indexer
 from tests.cli.conftest import run_main
 
 SECRET = "alice@example.com"
@@ -106,5 +107,36 @@ async def test_the_state_after_a_redaction_is_the_redacted_one(db_url: str) -> N
             assert at == again
             if seq is None or seq >= 2:
                 assert at.messages[0]["content"] == "mail [REDACTED:email] today"
+    finally:
+        await store.close()
+
+
+async def test_search_after_a_redaction_finds_the_redacted_text_only(db_url: str) -> None:
+    """The run's documents held the secret: they go with the rewrite, and the command
+    indexes the run again from its rewritten events. The thread's summary is redacted
+    too."""
+    await _record(db_url)
+    store = await open_store(db_url)
+    try:
+        assert await Indexer(store).index_pending() == 2
+        (hit,) = (await store.search(SearchFilter(text="alice"))).items
+        assert SECRET in hit.snippet
+        # the thread's summary, as a recording proxy writes it when a run closes
+        await store.set_summary("t1", f"hello\nmail {SECRET} today")
+    finally:
+        await store.close()
+    done = await run_main("redact", "--rule", "email", "--db", db_url, "--dry-run", "--json")
+    assert json.loads(done.out)["summaries"] == ["t1"]
+    done = await run_main("redact", "--rule", "email", "--db", db_url)
+    assert done.code == 0, done.err
+    assert "redacted the summary of threads: t1" in done.out
+    store = await open_store(db_url)
+    try:
+        assert (await store.search(SearchFilter(text="alice"))).items == []
+        (hit,) = (await store.search(SearchFilter(text="today"))).items
+        assert hit.snippet == "mail [REDACTED:email] today"
+        assert await store.runs_to_index(10) == []
+        assert (await store.get_thread("t1")).summary == "hello\nmail [REDACTED:email] today"
+        assert (await store.get_thread("t2")).summary is None
     finally:
         await store.close()

@@ -126,7 +126,7 @@ async def test_checkpoints_built_at_close_answer_and_rebuild_to_the_same_answers
     )
     assert (await history.project(run)).state == {"forged": True}
     # Derived data: dropped and rebuilt, the answers are the log's again.
-    assert await rebuild_checkpoints(history, ["r1"]) == 1
+    assert await rebuild_checkpoints(history, ["r1", "purged-since-listed"]) == 1
     again = [seq for (seq,) in await raw_sql(store, "SELECT seq FROM checkpoints ORDER BY seq")]
     assert again == [99, 199, 299]
     assert await answers(History(store, checkpoint_every=100)) == want

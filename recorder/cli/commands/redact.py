@@ -13,6 +13,7 @@ from recorder.config import RedactionConfig, RedactionRule
 from recorder.errors import InputError
 from recorder.timetravel.audit import CLI
 from recorder.timetravel.history import History
+from recorder.timetravel.indexing import Indexer
 from recorder.timetravel.redact import redact_recorded
 
 
@@ -72,6 +73,7 @@ async def redact(context: Context) -> int:
             reason=args.reason,
             dry_run=args.dry_run,
             history=history,
+            indexer=Indexer(store) if settings.search_index else None,
         )
     finally:
         await store.close()
@@ -90,4 +92,7 @@ def _text(answer: dict[str, Any], dry_run: bool) -> str:
             line += f"; record {run['record']}"
         lines.append(line)
     lines += [f"  {run}: skipped, still recording" for run in answer["skipped"]]
+    if answer["summaries"]:
+        verb = "would redact" if dry_run else "redacted"
+        lines.append(f"{verb} the summary of threads: {', '.join(answer['summaries'])}")
     return "\n".join(lines)
