@@ -23,6 +23,7 @@ from asyncpg.transaction import Transaction
 from recorder.errors import Conflict
 from recorder.store import Closing, EventStore, NewEvent, NewRun, open_store
 from recorder.store.sql import SqlStore
+from tests.store.pglocks import waiting_on_locks
 
 pytestmark = pytest.mark.postgres
 
@@ -127,12 +128,12 @@ async def test_the_reaper_and_an_append_closing_runs_of_two_threads_take_them_in
         # what it took before.
         await other.execute("SELECT 1 FROM runs WHERE run_id = 'a' FOR UPDATE")
         reaping = asyncio.create_task(store.mark_incomplete(stale_before=time.time() - 60))
-        await asyncio.sleep(0.3)
+        await waiting_on_locks(other, 1)
         assert not reaping.done()
         batch = [(r, [NewEvent(FINISHED, "RUN_FINISHED")]) for r in ("a-live", "b-live")]
         closes = [Closing(r, "finished", "success") for r in ("a-live", "b-live")]
         closing = asyncio.create_task(store.append_batches(batch, closes))
-        await asyncio.sleep(0.3)
+        await waiting_on_locks(other, 2)
         assert not closing.done()
     assert sorted(await asyncio.wait_for(reaping, 10)) == ["a", "z"]
     await asyncio.wait_for(closing, 10)

@@ -17,6 +17,7 @@ import asyncpg
 import pytest
 
 from recorder.store import EventStore, NewEvent, NewRun, PurgeSelection, open_store
+from tests.store.pglocks import waiting_on_locks
 
 pytestmark = pytest.mark.postgres
 
@@ -51,7 +52,7 @@ async def test_a_purge_waits_for_a_checkpoint_in_flight_and_deletes_it(pg_url: s
         purge = asyncio.create_task(
             store.purge(PurgeSelection(thread_ids=("gone",)), actor="cli", reason="erasure")
         )
-        await asyncio.sleep(0.5)
+        await waiting_on_locks(writer, 1)
         assert not purge.done(), "the purge did not wait for the checkpoint's write"
         await writer.execute(
             "INSERT INTO checkpoints (run_id, seq, data) VALUES ($1, 3, 'derived')", run_id
@@ -81,7 +82,7 @@ async def test_a_rewrite_waits_for_a_checkpoint_in_flight_and_drops_it(pg_url: s
         rewrite = asyncio.create_task(
             store.rewrite(run_id, {1: b'{"n":1,"email":"[REDACTED]"}'}, actor="cli", reason=None)
         )
-        await asyncio.sleep(0.5)
+        await waiting_on_locks(writer, 1)
         assert not rewrite.done(), "the rewrite did not wait for the checkpoint's write"
         await writer.execute(
             "INSERT INTO checkpoints (run_id, seq, data) VALUES ($1, 3, 'holds a1@x.org')",
@@ -111,7 +112,7 @@ async def test_a_checkpoint_saved_while_a_rewrite_runs_waits_and_is_turned_away(
         await tx.start()
         await holder.execute("SELECT 1 FROM runs WHERE run_id = $1 FOR UPDATE", run_id)
         save = asyncio.create_task(store.save_checkpoint(run_id, 3, b"holds a1", seen=seen))
-        await asyncio.sleep(0.3)
+        await waiting_on_locks(holder, 1)
         assert not save.done()
         await holder.execute("UPDATE runs SET head = $1 WHERE run_id = $2", b"\x01" * 32, run_id)
         await tx.commit()
@@ -135,7 +136,7 @@ async def test_a_rewrite_waits_for_the_indexer_holding_its_run_and_drops_what_it
         rewrite = asyncio.create_task(
             store.rewrite(run_id, {1: b'{"n":1,"email":"[REDACTED]"}'}, actor="cli", reason=None)
         )
-        await asyncio.sleep(0.5)
+        await waiting_on_locks(indexer, 1)
         assert not rewrite.done(), "the rewrite did not wait for the indexer"
         await indexer.execute(
             "INSERT INTO search_docs (thread_id, run_id, seq_from, seq_to, kind, text, "
