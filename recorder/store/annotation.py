@@ -14,7 +14,10 @@ from recorder.errors import InputError, NotFound, RunNotFound, ThreadNotFound
 from recorder.store.model import Annotations, Note, Score, Tag
 from recorder.store.statements import Body, Execute, Fetch
 
-THREAD_EXISTS = Fetch("SELECT 1 FROM threads WHERE thread_id = ?")
+# Annotations have no foreign key: the thread's row is locked first, as a purge locks it
+# before it deletes the thread's annotations. One made while its thread is being purged
+# waits for the purge, then finds the thread gone, instead of being left behind it.
+THREAD_HELD = Fetch("SELECT 1 FROM threads WHERE thread_id = ?", lock=True)
 RUN_OF_THREAD = Fetch("SELECT thread_id FROM runs WHERE run_id = ?")
 SET_TAG = Execute(
     "INSERT INTO tags (thread_id, run_id, key, value, updated_at) VALUES (?, ?, ?, ?, ?) "
@@ -52,14 +55,15 @@ MAX_NOTE = 20_000
 
 def check_target(thread_id: str, run_id: str | None) -> Body[None]:
     """Raise unless the thread exists and, when given, the run is one of its runs."""
+    held = yield THREAD_HELD, (thread_id,)
     if run_id is None:
-        if not (yield THREAD_EXISTS, (thread_id,)):
+        if not held:
             raise ThreadNotFound(thread_id)
         return
     rows = yield RUN_OF_THREAD, (run_id,)
     if not rows:
         raise RunNotFound(run_id)
-    if rows[0][0] != thread_id:
+    if rows[0][0] != thread_id or not held:
         raise NotFound(f"run {run_id!r} is not a run of thread {thread_id!r}")
 
 

@@ -12,11 +12,13 @@ finds its run gone, or changed, and writes nothing.
 from __future__ import annotations
 
 import asyncio
+import time
 
 import asyncpg
 import pytest
 
-from recorder.store import EventStore, NewEvent, NewRun, PurgeSelection, open_store
+from recorder.errors import RunNotFound, ThreadNotFound
+from recorder.store import EventStore, NewEvent, NewRun, Note, PurgeSelection, open_store
 from tests.store.pglocks import waiting_on_locks
 
 pytestmark = pytest.mark.postgres
@@ -153,4 +155,44 @@ async def test_a_rewrite_waits_for_the_indexer_holding_its_run_and_drops_what_it
         assert await store.runs_to_index(10) == [run_id]
     finally:
         await indexer.close()
+        await store.close()
+
+
+async def test_a_note_added_while_its_thread_is_purged_is_refused_not_left_behind(
+    pg_url: str,
+) -> None:
+    """Annotations have no foreign key: a note whose thread was checked before a purge
+    committed, and inserted after the purge had deleted the thread's notes, stayed behind
+    the purge. Now an annotation locks its thread (as the purge does first) and waits."""
+    store = await open_store(pg_url, migrate=True)
+    blocker = await asyncpg.connect(pg_url.replace("postgresql+asyncpg", "postgresql", 1))
+    try:
+        posted = b'{"threadId":"t","runId":"t-r","messages":[' + b'{"x":1},' * 400 + b"{}]}"
+        await store.create_run(NewRun("t-r", "t", input=posted))
+        await store.set_status("t-r", "finished")
+        # A chunk tree being written elsewhere: the purge, past its deletes, waits for it.
+        tx = blocker.transaction()
+        await tx.start()
+        await blocker.execute(
+            "INSERT INTO input_chunks (hash, level, data) VALUES ($1, 0, 'x')", b"\x07" * 16
+        )
+        purge = asyncio.create_task(
+            store.purge(PurgeSelection(thread_ids=("t",)), actor="cli", reason="erasure")
+        )
+        await waiting_on_locks(blocker, 1)
+        note = asyncio.create_task(
+            store.add_note(Note("n1", "t", None, "bob@example.com called", "ann", time.time()))
+        )
+        tags = asyncio.create_task(store.set_tags("t", "t-r", {"who": "bob@example.com"}))
+        await waiting_on_locks(blocker, 3)
+        await tx.rollback()
+        await asyncio.wait_for(purge, 30)
+        with pytest.raises(ThreadNotFound):
+            await asyncio.wait_for(note, 10)
+        with pytest.raises(RunNotFound):
+            await asyncio.wait_for(tags, 10)
+        for table in ("notes", "tags", "threads", "runs"):
+            assert await blocker.fetchval(f"SELECT count(*) FROM {table}") == 0, table
+    finally:
+        await blocker.close()
         await store.close()
