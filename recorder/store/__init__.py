@@ -261,6 +261,18 @@ class EventStore(Protocol):
         """
         ...
 
+    async def rewrite_inputs(self, thread_id: str, inputs: Mapping[str, bytes]) -> int:
+        """Replace the posted inputs of runs of the thread (``inputs``: the new bytes by
+        run; a redaction after the fact), in one transaction; how many. Each is kept whole
+        or as a tree, never as a delta, and is never a later delta's base (a process may
+        still hold the bytes it had). Every run of the thread whose input is kept as a
+        delta from a rewritten one must be given too (``InputError``). Chunks only the old
+        inputs reached are deleted; the thread's checkpoints are dropped (they were folded
+        from the old inputs) and the runs' search documents (to be indexed again). Raises
+        ``ThreadNotFound``, and ``InputError`` for a run of another thread or without an
+        input."""
+        ...
+
     async def drop_checkpoints(self, run_id: str | None = None) -> int:
         """Drop the checkpoints of ``run_id`` (of every run when None); how many. They are
         derived data, rebuilt from the log (``recorder.timetravel.history``)."""

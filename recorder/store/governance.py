@@ -19,10 +19,10 @@ from typing import Any
 
 import orjson
 
-from recorder.errors import Conflict, InputError, RunNotFound
+from recorder.errors import Conflict, InputError, RunNotFound, ThreadNotFound
 from recorder.store import chain, search
 from recorder.store.closing import LOCK_THREAD_OF_RUN
-from recorder.store.inputs import HASH_BYTES, batches
+from recorder.store.inputs import HASH_BYTES, InputTree, batches
 from recorder.store.model import (
     RUNNING,
     Action,
@@ -35,6 +35,7 @@ from recorder.store.model import (
 )
 from recorder.store.search import SQLITE
 from recorder.store.statements import Body, Execute, Fetch, Sanction
+from recorder.store.writes import insert_chunks
 
 _RUNS_OF = "SELECT run_id FROM runs WHERE thread_id = ?"
 
@@ -178,7 +179,9 @@ def _roots(thread_ids: list[str]) -> Body[set[bytes]]:
 # and holds back new ones until the purge commits (they then insert what it deleted).
 # Taken last, once the purge holds its rows: a tree write takes the rows it needs (its
 # thread, its run) before its chunks, so it waits for the purge before it holds the table.
-LOCK_CHUNKS = Fetch("LOCK TABLE input_chunks IN SHARE MODE")  # no row count to read
+# SHARE ROW EXCLUSIVE rather than SHARE: two purges (or a purge and a rewrite of inputs)
+# take turns instead of each holding the table against the other's deletes.
+LOCK_CHUNKS = Fetch("LOCK TABLE input_chunks IN SHARE ROW EXCLUSIVE MODE")  # no row count
 
 
 def _collect_chunks(purged_roots: set[bytes], dialect: str) -> Body[None]:
@@ -195,6 +198,51 @@ def _collect_chunks(purged_roots: set[bytes], dialect: str) -> Body[None]:
     for batch in batches(sorted(doomed)):
         marks = ", ".join("?" for _ in batch)
         yield Execute(f"DELETE FROM input_chunks WHERE hash IN ({marks})"), tuple(batch)
+
+
+THREAD_INPUTS = Fetch(
+    "SELECT i.run_id, i.root, i.base FROM run_inputs i JOIN runs r ON r.run_id = i.run_id "
+    "WHERE r.thread_id = ?"
+)
+LOCK_THREAD_RUNS = Fetch("SELECT run_id FROM runs WHERE thread_id = ? ORDER BY run_id", lock=True)
+REWRITE_INPUT = Execute(
+    "UPDATE run_inputs SET input = ?, root = ?, base = NULL, rewritten_at = ? WHERE run_id = ?"
+)
+DROP_THREAD_CHECKPOINTS = Execute(f"DELETE FROM checkpoints WHERE run_id IN ({_RUNS_OF})")
+
+
+def rewrite_inputs(
+    thread_id: str, inputs: Mapping[str, tuple[bytes | None, InputTree | None]], dialect: str
+) -> Body[int]:
+    """Replace the posted inputs of runs of the thread: each given whole (its bytes) or as
+    a tree, never as a delta, and marked rewritten so no later delta takes it as its base.
+    What only the old inputs reached goes: their chunks, the thread's checkpoints (folded
+    from the old starting points), the runs' search documents (to be indexed again)."""
+    if not (yield THREAD_CHAIN, (thread_id,)):
+        raise ThreadNotFound(thread_id)
+    yield LOCK_THREAD_RUNS, (thread_id,)  # as a purge does: tree writes wait on their run
+    if dialect != SQLITE:
+        yield LOCK_CHUNKS, ()
+    kept = {str(r): (root, base) for r, root, base in (yield THREAD_INPUTS, (thread_id,))}
+    for run_id in inputs:
+        if run_id not in kept:
+            raise InputError(f"run {run_id!r} has no posted input in thread {thread_id!r}")
+    for run_id, (_root, base) in kept.items():
+        if base is not None and base in inputs and run_id not in inputs:
+            raise InputError(
+                f"the input of run {run_id!r} is kept as changes from run {base!r}'s: "
+                "rewrite it too"
+            )
+    old_roots = {bytes(kept[r][0]) for r in inputs if kept[r][0] is not None}
+    now = time.time()
+    for run_id, (whole, tree) in inputs.items():
+        if tree is not None:
+            yield from insert_chunks(tree)
+        yield REWRITE_INPUT, (whole, None if tree is None else tree.root, now, run_id)
+        yield from search.forget_run(dialect, run_id)
+    yield DROP_THREAD_CHECKPOINTS, (thread_id,)
+    yield from _collect_chunks(old_roots, dialect)
+    return len(inputs)
 
 
 def _reach(roots: set[bytes], nodes: Mapping[bytes, bytes]) -> set[bytes]:

@@ -391,9 +391,10 @@ class Recent:
 class RecentInputs:
     """The latest input this store wrote in each thread, up to about ``budget`` bytes in all
     (the threads written longest ago are forgotten first): the bases of the next runs'
-    deltas. Only inputs whose run was committed are kept; inputs never change once written,
-    so an entry is never stale (a purge may have deleted its run since: ``create_run``
-    checks that the base is still there, the same run of the same thread)."""
+    deltas. Only inputs whose run was committed are kept. An entry may be stale: a purge
+    may have deleted its run since, or a redaction rewritten its input (in this process,
+    ``forget``; in another, the database marks it): ``create_run`` checks that the base is
+    still there, the same run of the same thread, never rewritten."""
 
     def __init__(self, budget: int = 32 * 1024 * 1024) -> None:
         self._latest: dict[str, Recent] = {}
@@ -408,6 +409,12 @@ class RecentInputs:
         if found is None or found.depth + 1 >= CHAIN:
             return None
         return found
+
+    def forget(self, thread_id: str) -> None:
+        """Hold no input of the thread any more (its inputs were rewritten)."""
+        gone = self._latest.pop(thread_id, None)
+        if gone is not None:
+            self._size -= len(gone.data)
 
     def put(self, recent: Recent) -> None:
         gone = self._latest.pop(recent.thread_id, None)

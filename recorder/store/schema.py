@@ -102,6 +102,9 @@ run_inputs = Table(
     Column("input", LargeBinary, nullable=True),
     Column("root", LargeBinary, nullable=True),
     Column("base", String, nullable=True),
+    # When the input was replaced (a redaction after the fact, ``rewrite_inputs``): a
+    # rewritten input is never a delta's base again (migration 0012_input_rewrites).
+    Column("rewritten_at", Float, nullable=True),
 )
 
 # Content-addressed pieces of posted inputs, shared by every run whose input holds them:

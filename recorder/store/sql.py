@@ -316,6 +316,23 @@ class SqlStore:
         self._wake.set()
         return report
 
+    async def rewrite_inputs(self, thread_id: str, inputs: Mapping[str, bytes]) -> int:
+        kept = {
+            run_id: (None, tree) if (tree := writes.input_tree(data)) is not None else (data, None)
+            for run_id, data in inputs.items()
+        }
+        size = sum(map(len, inputs.values()))
+        dialect = self.database.dialect
+        try:
+            return await self._write(
+                lambda: governance.rewrite_inputs(thread_id, kept, dialect), len(inputs), size
+            )
+        finally:
+            self._recent.forget(thread_id)
+            for _whole, tree in kept.values():
+                if tree is not None:
+                    self._chunks.put(tree.chunks.values())
+
     async def record_action(
         self,
         actor: str,

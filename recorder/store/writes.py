@@ -64,7 +64,7 @@ _RUN_COLUMNS = (
 )
 _BASE = (
     "SELECT b.run_id FROM run_inputs b JOIN runs r ON r.run_id = b.run_id "
-    "WHERE b.run_id = ? AND r.thread_id = ? AND r.created_at = ?"
+    "WHERE b.run_id = ? AND r.thread_id = ? AND r.created_at = ? AND b.rewritten_at IS NULL"
 )
 _CREATE = (
     f"WITH t AS ({_UPSERT_THREAD}), r AS (INSERT INTO runs ({_RUN_COLUMNS}) "

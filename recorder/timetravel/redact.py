@@ -4,9 +4,13 @@ Each run whose events a rule matches is rewritten through the sanctioned path
 (``EventStore.rewrite``): its payloads replaced in one transaction that the database
 allows, its hash chain and its thread's re-sealed with a link to the old heads, a record
 of what changed kept in ``rewrites`` and the action in the audit log. Runs still recording
-are left for later (a rewrite refuses them) and listed. Posted inputs are not rewritten:
-they are kept as content-addressed chunks other runs share (the input of every later run
-of the thread repeats the messages, and is left as it was recorded).
+are left for later (a rewrite refuses them) and listed.
+
+Posted inputs are redacted as the proxy redacts them at record time, and a thread's are
+replaced together (``EventStore.rewrite_inputs``: an input may be kept as changes from an
+earlier one of its thread), with the action in the audit log. The thread's summary is
+redacted as a whole. What was derived from the old log (checkpoints, search documents) is
+dropped by the rewrites and built again here.
 """
 
 from __future__ import annotations
@@ -15,12 +19,14 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 from recorder.config import RedactionRule
 from recorder.errors import ThreadNotFound
 from recorder.redaction import Redactor, redact
 from recorder.store import EventStore
-from recorder.store.model import RUNNING
-from recorder.timetravel.audit import rewrite
+from recorder.store.model import RUNNING, Run
+from recorder.timetravel.audit import audited, rewrite
 from recorder.timetravel.history import History
 from recorder.timetravel.indexing import Indexer
 
@@ -30,6 +36,7 @@ class RedactReport:
     runs: list[dict[str, Any]] = field(default_factory=list)  # rewrites, or dry-run finds
     skipped: list[str] = field(default_factory=list)  # runs still recording
     events: int = 0
+    inputs: list[dict[str, Any]] = field(default_factory=list)  # posted inputs a rule matched
     summaries: list[str] = field(default_factory=list)  # threads whose summary a rule matched
 
     def view(self) -> dict[str, Any]:
@@ -37,6 +44,7 @@ class RedactReport:
             "runs": self.runs,
             "skipped": self.skipped,
             "events": self.events,
+            "inputs": self.inputs,
             "summaries": self.summaries,
         }
 
@@ -52,17 +60,35 @@ async def redact_recorded(
     history: History | None = None,
     indexer: Indexer | None = None,
 ) -> RedactReport:
-    """Apply ``rules`` to the stored events of these threads (every thread when none).
+    """Apply ``rules`` to the stored events and posted inputs of these threads (every
+    thread when none), and to their summaries.
 
     A rewrite drops the run's checkpoints folded over what it changed and its search
-    documents; ``history`` builds the first again from the rewritten events (without it,
-    the next reads fold further), ``indexer`` the second (without it, the next pass of a
-    recorder's indexer does)."""
+    documents (a rewrite of inputs, the thread's checkpoints and its runs' documents);
+    ``history`` builds the first again from the rewritten log (without it, the next reads
+    fold further), ``indexer`` the second (without it, the next pass of a recorder's
+    indexer does)."""
     redactor = Redactor(rules)
     label = ", ".join(rule.name for rule in rules)
     report = RedactReport()
     for thread_id in await _threads(store, list(thread_ids)):
-        for run in await store.list_runs(thread_id):
+        runs = await store.list_runs(thread_id, inputs=True)
+        found = _redacted_inputs(runs, redactor)
+        report.inputs += [
+            {"runId": run_id, "threadId": thread_id, "rules": sorted(fired)}
+            for run_id, (_data, fired) in sorted(found.items())
+        ]
+        touched: set[str] = set()
+        if found and not dry_run:
+            given = {run.run_id: run.input for run in runs if run.input is not None}
+            new = {run_id: data for run_id, (data, _fired) in found.items()}
+            detail = {"runs": sorted(new)}
+            async with audited(store, actor, "rewrite_inputs", thread_id, detail):
+                # Every input of the thread, the others as they are: none is left kept as
+                # changes from one rewritten.
+                await store.rewrite_inputs(thread_id, {**given, **new})
+            touched.update(given)  # their checkpoints and documents went with the old inputs
+        for run in runs:
             changed: dict[int, bytes] = {}
             fired: set[str] = set()
             for event in await store.read_events(run.run_id):
@@ -77,19 +103,42 @@ async def redact_recorded(
                 continue
             report.events += len(changed)
             if dry_run:
-                found = {"runId": run.run_id, "threadId": thread_id, "rewritten": sorted(changed)}
-                report.runs.append({**found, "rules": sorted(fired)})
+                would = {"runId": run.run_id, "threadId": thread_id, "rewritten": sorted(changed)}
+                report.runs.append({**would, "rules": sorted(fired)})
                 continue
             why = f"redact ({label})" + (f": {reason}" if reason else "")
             done = await rewrite(store, run.run_id, changed, actor=actor, reason=why)
-            if history is not None:
-                await history.build_checkpoints(run.run_id)
-            if indexer is not None:
-                await indexer.index_run(run.run_id)
+            touched.add(run.run_id)
             report.runs.append({**done, "rules": sorted(fired)})
+        for run in runs:  # their derived data built again, from the rewritten log
+            if run.run_id in touched and run.status != RUNNING:
+                if history is not None:
+                    await history.build_checkpoints(run.run_id)
+                if indexer is not None:
+                    await indexer.index_run(run.run_id)
         if await _summary(store, thread_id, redactor, dry_run):
             report.summaries.append(thread_id)
     return report
+
+
+def _redacted_inputs(
+    runs: Iterable[Run], redactor: Redactor
+) -> dict[str, tuple[bytes, tuple[str, ...]]]:
+    """The posted inputs that rules match, redacted as the proxy redacts them at record
+    time, with the rules that fired, by run."""
+    found: dict[str, tuple[bytes, tuple[str, ...]]] = {}
+    for run in runs:
+        if run.input is None:
+            continue
+        try:
+            posted = orjson.loads(run.input)
+        except orjson.JSONDecodeError:
+            continue  # kept as received: nothing a rule could be applied to
+        if isinstance(posted, dict):
+            result, _stored = redactor.run_input(run.input, posted)
+            if result.fired:
+                found[run.run_id] = (result.payload, result.fired)
+    return found
 
 
 async def _summary(store: EventStore, thread_id: str, redactor: Redactor, dry_run: bool) -> bool:

@@ -9,6 +9,7 @@ from recorder.store import NewEvent, NewRun, SearchFilter, open_store
 from recorder.timetravel.history import History
 from recorder.timetravel.indexing import Indexer
 from tests.cli.conftest import run_main
+from tests.conftest import raw_sql
 
 SECRET = "alice@example.com"
 
@@ -140,3 +141,63 @@ async def test_search_after_a_redaction_finds_the_redacted_text_only(db_url: str
         assert (await store.get_thread("t2")).summary is None
     finally:
         await store.close()
+
+
+async def test_a_secret_said_early_is_redacted_from_the_inputs_posted_after_it(
+    db_url: str,
+) -> None:
+    """The client posts the history back with every turn: a secret an agent said in the
+    first run is in the input of every later one, and in the state each starts from. The
+    inputs are redacted too, as the proxy redacts them at record time, and every later
+    answer is free of it."""
+    store = await open_store(db_url, migrate=True)
+    try:
+        history: list[dict[str, str]] = [{"id": "u0", "role": "user", "content": "hi"}]
+        for turn in range(3):
+            run = f"r{turn}"
+            posted = {"threadId": "t", "runId": run, "messages": history, "state": {}}
+            body = json.dumps(posted).encode() + b" " * 1200  # kept as changes or a tree
+            await store.create_run(NewRun(run, "t", agent="a", input=body))
+            said = f"mail {SECRET} today" if turn == 0 else f"turn {turn}"
+            frames = [
+                {"type": "RUN_STARTED", "threadId": "t", "runId": run},
+                {"type": "TEXT_MESSAGE_START", "messageId": f"a{turn}", "role": "assistant"},
+                {"type": "TEXT_MESSAGE_CONTENT", "messageId": f"a{turn}", "delta": said},
+                {"type": "TEXT_MESSAGE_END", "messageId": f"a{turn}"},
+                {"type": "RUN_FINISHED", "threadId": "t", "runId": run},
+            ]
+            await store.append(
+                run, [NewEvent(json.dumps(f).encode(), str(f["type"])) for f in frames]
+            )
+            await store.set_status(run, "finished")
+            history = [*history, {"id": f"a{turn}", "role": "assistant", "content": said}]
+        _run, at = await History(store).state("r2")
+        assert SECRET in json.dumps(at.messages)
+    finally:
+        await store.close()
+    dry = await run_main("redact", "--rule", "email", "--db", db_url, "--json", "--dry-run")
+    done = await run_main("redact", "--rule", "email", "--db", db_url)
+    assert dry.code == 0 and done.code == 0, dry.err + done.err
+    assert [(r["runId"], r["rules"]) for r in json.loads(dry.out)["inputs"]] == [
+        ("r1", ["email"]),
+        ("r2", ["email"]),
+    ]
+    assert "rewrote the posted inputs of 2 runs" in done.out
+    store = await open_store(db_url)
+    try:
+        for run in ("r0", "r1", "r2"):
+            got = await store.get_run(run)
+            assert got.input is not None and SECRET.encode() not in got.input
+            _run, at = await History(store).state(run)
+            assert SECRET not in json.dumps(at.messages)
+        _run, at = await History(store).state("r2")
+        assert at.messages[1]["content"] == "mail [REDACTED:email] today"
+        assert await store.nearest_checkpoint("r2", 4) is not None  # built again
+        (action,) = await store.list_actions(action="rewrite_inputs")
+        assert action.detail == {"runs": ["r1", "r2"]} and action.target == "t"
+        chunks = await raw_sql(store, "SELECT data FROM input_chunks")
+        assert not any(SECRET.encode() in bytes(data) for (data,) in chunks)
+    finally:
+        await store.close()
+    done = await run_main("audit", "verify", "--db", db_url)
+    assert done.code == 0, done.out + done.err

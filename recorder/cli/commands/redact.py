@@ -92,6 +92,12 @@ def _text(answer: dict[str, Any], dry_run: bool) -> str:
             line += f"; record {run['record']}"
         lines.append(line)
     lines += [f"  {run}: skipped, still recording" for run in answer["skipped"]]
+    if answer["inputs"]:
+        lines.append(f"{verb} the posted inputs of {len(answer['inputs'])} runs")
+        lines += [
+            f"  {run['runId']} ({run['threadId']}): rules {', '.join(run['rules'])}"
+            for run in answer["inputs"]
+        ]
     if answer["summaries"]:
         verb = "would redact" if dry_run else "redacted"
         lines.append(f"{verb} the summary of threads: {', '.join(answer['summaries'])}")
