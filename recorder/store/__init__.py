@@ -265,12 +265,12 @@ class EventStore(Protocol):
         """Replace the posted inputs of runs of the thread (``inputs``: the new bytes by
         run; a redaction after the fact), in one transaction; how many. Each is kept whole
         or as a tree, never as a delta, and is never a later delta's base (a process may
-        still hold the bytes it had). Every run of the thread whose input is kept as a
-        delta from a rewritten one must be given too (``InputError``). Chunks only the old
-        inputs reached are deleted; the thread's checkpoints are dropped (they were folded
-        from the old inputs) and the runs' search documents (to be indexed again). Raises
-        ``ThreadNotFound``, and ``InputError`` for a run of another thread or without an
-        input."""
+        still hold the bytes it had); an input of the thread kept as a delta from one
+        rewritten is kept whole or as a tree first, unchanged. Chunks only the old inputs
+        reached are deleted; the thread's checkpoints are dropped (they were folded from
+        the old inputs) and the rewritten runs' search documents (to be indexed again).
+        Raises ``ThreadNotFound``, and ``InputError`` for a run of another thread or
+        without an input."""
         ...
 
     async def drop_checkpoints(self, run_id: str | None = None) -> int:

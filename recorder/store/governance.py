@@ -20,9 +20,9 @@ from typing import Any
 import orjson
 
 from recorder.errors import Conflict, InputError, RunNotFound, ThreadNotFound
-from recorder.store import chain, search
+from recorder.store import chain, reads, search
 from recorder.store.closing import LOCK_THREAD_OF_RUN
-from recorder.store.inputs import HASH_BYTES, InputTree, batches
+from recorder.store.inputs import HASH_BYTES, ChunkCache, InputTree, batches
 from recorder.store.model import (
     RUNNING,
     Action,
@@ -35,7 +35,7 @@ from recorder.store.model import (
 )
 from recorder.store.search import SQLITE
 from recorder.store.statements import Body, Execute, Fetch, Sanction
-from recorder.store.writes import insert_chunks
+from recorder.store.writes import input_tree, insert_chunks
 
 _RUNS_OF = "SELECT run_id FROM runs WHERE thread_id = ?"
 
@@ -212,12 +212,16 @@ DROP_THREAD_CHECKPOINTS = Execute(f"DELETE FROM checkpoints WHERE run_id IN ({_R
 
 
 def rewrite_inputs(
-    thread_id: str, inputs: Mapping[str, tuple[bytes | None, InputTree | None]], dialect: str
+    thread_id: str,
+    inputs: Mapping[str, tuple[bytes | None, InputTree | None]],
+    dialect: str,
+    cache: ChunkCache,
 ) -> Body[int]:
     """Replace the posted inputs of runs of the thread: each given whole (its bytes) or as
     a tree, never as a delta, and marked rewritten so no later delta takes it as its base.
-    What only the old inputs reached goes: their chunks, the thread's checkpoints (folded
-    from the old starting points), the runs' search documents (to be indexed again)."""
+    An input kept as changes from one replaced is kept whole or as a tree first, as it
+    was. What only the old inputs reached goes: their chunks, the thread's checkpoints
+    (folded from the old starting points), the runs' search documents (indexed again)."""
     if not (yield THREAD_CHAIN, (thread_id,)):
         raise ThreadNotFound(thread_id)
     yield LOCK_THREAD_RUNS, (thread_id,)  # as a purge does: tree writes wait on their run
@@ -227,19 +231,22 @@ def rewrite_inputs(
     for run_id in inputs:
         if run_id not in kept:
             raise InputError(f"run {run_id!r} has no posted input in thread {thread_id!r}")
+    # Read before anything is written: their bases are still the old inputs.
+    kept_as_they_are: dict[str, tuple[bytes | None, InputTree | None]] = {}
     for run_id, (_root, base) in kept.items():
         if base is not None and base in inputs and run_id not in inputs:
-            raise InputError(
-                f"the input of run {run_id!r} is kept as changes from run {base!r}'s: "
-                "rewrite it too"
-            )
+            run = yield from reads.get_run(run_id, True, cache)
+            data = run.input or b""
+            tree = input_tree(data)
+            kept_as_they_are[run_id] = (data, None) if tree is None else (None, tree)
     old_roots = {bytes(kept[r][0]) for r in inputs if kept[r][0] is not None}
     now = time.time()
-    for run_id, (whole, tree) in inputs.items():
+    for run_id, (whole, tree) in [*inputs.items(), *kept_as_they_are.items()]:
         if tree is not None:
             yield from insert_chunks(tree)
         yield REWRITE_INPUT, (whole, None if tree is None else tree.root, now, run_id)
-        yield from search.forget_run(dialect, run_id)
+        if run_id in inputs:
+            yield from search.forget_run(dialect, run_id)
     yield DROP_THREAD_CHECKPOINTS, (thread_id,)
     yield from _collect_chunks(old_roots, dialect)
     return len(inputs)

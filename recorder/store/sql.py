@@ -325,7 +325,9 @@ class SqlStore:
         dialect = self.database.dialect
         try:
             return await self._write(
-                lambda: governance.rewrite_inputs(thread_id, kept, dialect), len(inputs), size
+                lambda: governance.rewrite_inputs(thread_id, kept, dialect, self._chunks),
+                len(inputs),
+                size,
             )
         finally:
             self._recent.forget(thread_id)

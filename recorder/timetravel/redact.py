@@ -6,15 +6,16 @@ allows, its hash chain and its thread's re-sealed with a link to the old heads, 
 of what changed kept in ``rewrites`` and the action in the audit log. Runs still recording
 are left for later (a rewrite refuses them) and listed.
 
-Posted inputs are redacted as the proxy redacts them at record time, and a thread's are
-replaced together (``EventStore.rewrite_inputs``: an input may be kept as changes from an
-earlier one of its thread), with the action in the audit log. The thread's summary is
-redacted as a whole. What was derived from the old log (checkpoints, search documents) is
+Posted inputs are redacted as the proxy redacts them at record time and replaced
+(``EventStore.rewrite_inputs``) a few runs of a thread at a time, each time in one
+transaction, with the action in the audit log. The thread's summary is redacted as a
+whole. What was derived from the old log (checkpoints, search documents) is
 dropped by the rewrites and built again here.
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,7 +23,7 @@ from typing import Any
 import orjson
 
 from recorder.config import RedactionRule
-from recorder.errors import ThreadNotFound
+from recorder.errors import RunNotFound, ThreadNotFound
 from recorder.redaction import Redactor, redact
 from recorder.store import EventStore
 from recorder.store.model import RUNNING, Run
@@ -72,22 +73,10 @@ async def redact_recorded(
     label = ", ".join(rule.name for rule in rules)
     report = RedactReport()
     for thread_id in await _threads(store, list(thread_ids)):
-        runs = await store.list_runs(thread_id, inputs=True)
-        found = _redacted_inputs(runs, redactor)
-        report.inputs += [
-            {"runId": run_id, "threadId": thread_id, "rules": sorted(fired)}
-            for run_id, (_data, fired) in sorted(found.items())
-        ]
-        touched: set[str] = set()
-        if found and not dry_run:
-            given = {run.run_id: run.input for run in runs if run.input is not None}
-            new = {run_id: data for run_id, (data, _fired) in found.items()}
-            detail = {"runs": sorted(new)}
-            async with audited(store, actor, "rewrite_inputs", thread_id, detail):
-                # Every input of the thread, the others as they are: none is left kept as
-                # changes from one rewritten.
-                await store.rewrite_inputs(thread_id, {**given, **new})
-            touched.update(given)  # their checkpoints and documents went with the old inputs
+        runs = await store.list_runs(thread_id)
+        inputs = await _inputs(store, thread_id, runs, redactor, actor, dry_run)
+        report.inputs += inputs
+        touched = {entry["runId"] for entry in inputs} if not dry_run else set()
         for run in runs:
             changed: dict[int, bytes] = {}
             fired: set[str] = set()
@@ -110,15 +99,51 @@ async def redact_recorded(
             done = await rewrite(store, run.run_id, changed, actor=actor, reason=why)
             touched.add(run.run_id)
             report.runs.append({**done, "rules": sorted(fired)})
-        for run in runs:  # their derived data built again, from the rewritten log
-            if run.run_id in touched and run.status != RUNNING:
-                if history is not None:
-                    await history.build_checkpoints(run.run_id)
-                if indexer is not None:
-                    await indexer.index_run(run.run_id)
+        # Their derived data built again, from the rewritten log (a rewrite of inputs
+        # dropped the checkpoints of every run of the thread).
+        for run in runs:
+            if run.status == RUNNING:
+                continue
+            if history is not None and (run.run_id in touched or (inputs and not dry_run)):
+                await history.build_checkpoints(run.run_id)
+            if indexer is not None and run.run_id in touched:
+                await indexer.index_run(run.run_id)
         if await _summary(store, thread_id, redactor, dry_run):
             report.summaries.append(thread_id)
     return report
+
+
+_INPUTS_AT_ONCE = 50  # runs whose inputs are held, and replaced, at a time
+
+
+async def _inputs(
+    store: EventStore,
+    thread_id: str,
+    runs: Sequence[Run],
+    redactor: Redactor,
+    actor: str,
+    dry_run: bool,
+) -> list[dict[str, Any]]:
+    """Redact the posted inputs of the thread's runs that rules match, a few runs at a
+    time in the order they were created (the memory of a long thread's inputs is not held
+    at once; a run's input is kept as changes from an earlier one, never a later one);
+    what was found, by run."""
+    found_all: list[dict[str, Any]] = []
+    for start in range(0, len(runs), _INPUTS_AT_ONCE):
+        batch: list[Run] = []
+        for run in runs[start : start + _INPUTS_AT_ONCE]:
+            with contextlib.suppress(RunNotFound):  # purged meanwhile
+                batch.append(await store.get_run(run.run_id))
+        found = _redacted_inputs(batch, redactor)
+        found_all += [
+            {"runId": run_id, "threadId": thread_id, "rules": sorted(fired)}
+            for run_id, (_data, fired) in sorted(found.items())
+        ]
+        if found and not dry_run:
+            detail = {"runs": sorted(found)}
+            async with audited(store, actor, "rewrite_inputs", thread_id, detail):
+                await store.rewrite_inputs(thread_id, {r: data for r, (data, _) in found.items()})
+    return found_all
 
 
 def _redacted_inputs(

@@ -50,8 +50,12 @@ async def test_inputs_rewritten_come_back_as_given_and_the_old_bytes_are_gone(
     assert bases["t-r1"] == "t-r0" and bases["t-r2"] == "t-r1"  # kept as changes
     await store.save_checkpoint("t-r1", 0, b"folded from the old input")
     assert SECRET in await _stored_bytes(store)
-    with pytest.raises(InputError, match="t-r1"):  # r1 is kept as changes from r0
-        await store.rewrite_inputs("t", {"t-r0": b"{}"})
+    # r1 is kept as changes from r0: rewriting r0 alone keeps r1 whole first, as it was,
+    # and r2, kept as changes from r1, is read as before.
+    assert await store.rewrite_inputs("t", {"t-r0": b"{}"}) == 1
+    assert [(await store.get_run(r)).input for r in posted] == [b"{}", *list(posted.values())[1:]]
+    bases = dict(await raw_sql(store, "SELECT run_id, base FROM run_inputs"))
+    assert bases["t-r1"] is None and bases["t-r2"] == "t-r1"
     new = {run: data.replace(SECRET, b"[REDACTED:email]") for run, data in posted.items()}
     assert await store.rewrite_inputs("t", new) == 3
     for run_id, data in new.items():
