@@ -262,15 +262,13 @@ class EventStore(Protocol):
         ...
 
     async def rewrite_inputs(self, thread_id: str, inputs: Mapping[str, bytes]) -> int:
-        """Replace the posted inputs of runs of the thread (``inputs``: the new bytes by
-        run; a redaction after the fact), in one transaction; how many. Each is kept whole
-        or as a tree, never as a delta, and is never a later delta's base (a process may
-        still hold the bytes it had); an input of the thread kept as a delta from one
-        rewritten is kept whole or as a tree first, unchanged. Chunks only the old inputs
-        reached are deleted; the thread's checkpoints are dropped (they were folded from
-        the old inputs) and the rewritten runs' search documents (to be indexed again).
-        Raises ``ThreadNotFound``, and ``InputError`` for a run of another thread or
-        without an input."""
+        """Replace posted inputs of the thread's runs (new bytes by run: a redaction after
+        the fact) in one transaction; how many. Each is kept whole or as a tree, and is
+        never a later delta's base (a process may hold its old bytes); one kept as a delta
+        from a replaced one is kept whole first, unchanged. Chunks only the old inputs
+        reached are deleted, the thread's checkpoints and the replaced runs' search
+        documents dropped. Raises ``ThreadNotFound``; ``InputError`` for a run of another
+        thread or without an input."""
         ...
 
     async def drop_checkpoints(self, run_id: str | None = None) -> int:

@@ -35,7 +35,7 @@ from recorder.store.model import (
 )
 from recorder.store.search import SQLITE
 from recorder.store.statements import Body, Execute, Fetch, Sanction
-from recorder.store.writes import input_tree, insert_chunks
+from recorder.store.writes import insert_chunks, whole_or_tree
 
 _RUNS_OF = "SELECT run_id FROM runs WHERE thread_id = ?"
 
@@ -236,9 +236,7 @@ def rewrite_inputs(
     for run_id, (_root, base) in kept.items():
         if base is not None and base in inputs and run_id not in inputs:
             run = yield from reads.get_run(run_id, True, cache)
-            data = run.input or b""
-            tree = input_tree(data)
-            kept_as_they_are[run_id] = (data, None) if tree is None else (None, tree)
+            kept_as_they_are[run_id] = whole_or_tree(run.input or b"")
     old_roots = {bytes(kept[r][0]) for r in inputs if kept[r][0] is not None}
     now = time.time()
     for run_id, (whole, tree) in [*inputs.items(), *kept_as_they_are.items()]:

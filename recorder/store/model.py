@@ -119,6 +119,12 @@ class Run:
     # the same events while the run has that head.
     head: bytes | None = None
 
+    def rewritten_since(self, stored: Any) -> bool:
+        """Whether the run's head, as the database holds it now (``stored``), is no longer
+        the one it was read with: what was derived from its events since may hold what a
+        rewrite replaced."""
+        return (None if stored is None else bytes(stored)) != self.head
+
 
 @dataclass(frozen=True, slots=True)
 class ThreadSource:

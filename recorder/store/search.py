@@ -106,8 +106,7 @@ def index_run(
     found = yield LOCK_RUN, (run_id,)
     if not found:
         return 0
-    head = found[0][0]
-    if seen is not None and (None if head is None else bytes(head)) != seen.head:
+    if seen is not None and seen.rewritten_since(found[0][0]):
         return 0
     if replace:
         yield from forget_run(dialect, run_id)

@@ -317,10 +317,7 @@ class SqlStore:
         return report
 
     async def rewrite_inputs(self, thread_id: str, inputs: Mapping[str, bytes]) -> int:
-        kept = {
-            run_id: (None, tree) if (tree := writes.input_tree(data)) is not None else (data, None)
-            for run_id, data in inputs.items()
-        }
+        kept = {run_id: writes.whole_or_tree(data) for run_id, data in inputs.items()}
         size = sum(map(len, inputs.values()))
         dialect = self.database.dialect
         try:

@@ -132,6 +132,12 @@ def input_tree(posted: bytes | None) -> InputTree | None:
     return build(posted)
 
 
+def whole_or_tree(data: bytes) -> tuple[bytes | None, InputTree | None]:
+    """``data`` as a replaced input is kept (``rewrite_inputs``): whole, or as a tree."""
+    tree = input_tree(data)
+    return (data, None) if tree is None else (None, tree)
+
+
 class Head(NamedTuple):
     """Where a run's events stand: the seq its next event takes, and the hash that event
     chains from (its last event's, or its genesis)."""
@@ -418,7 +424,7 @@ def save_checkpoint(
     rows = yield (RUN_HEAD if dialect == "sqlite" else RUN_HEAD_KEPT), (run_id,)
     if not rows:
         raise RunNotFound(run_id)
-    if seen is not None and (None if rows[0][0] is None else bytes(rows[0][0])) != seen.head:
+    if seen is not None and seen.rewritten_since(rows[0][0]):
         return False
     if tree is None:
         yield SAVE_CHECKPOINT, (run_id, seq, data, None)

@@ -76,7 +76,8 @@ async def redact_recorded(
         runs = await store.list_runs(thread_id)
         inputs = await _inputs(store, thread_id, runs, redactor, actor, dry_run)
         report.inputs += inputs
-        touched = {entry["runId"] for entry in inputs} if not dry_run else set()
+        inputs_rewritten = bool(inputs) and not dry_run  # every checkpoint of it dropped
+        touched = {entry["runId"] for entry in inputs} if inputs_rewritten else set()
         for run in runs:
             changed: dict[int, bytes] = {}
             fired: set[str] = set()
@@ -99,12 +100,11 @@ async def redact_recorded(
             done = await rewrite(store, run.run_id, changed, actor=actor, reason=why)
             touched.add(run.run_id)
             report.runs.append({**done, "rules": sorted(fired)})
-        # Their derived data built again, from the rewritten log (a rewrite of inputs
-        # dropped the checkpoints of every run of the thread).
+        # Their derived data built again, from the rewritten log.
         for run in runs:
             if run.status == RUNNING:
                 continue
-            if history is not None and (run.run_id in touched or (inputs and not dry_run)):
+            if history is not None and (inputs_rewritten or run.run_id in touched):
                 await history.build_checkpoints(run.run_id)
             if indexer is not None and run.run_id in touched:
                 await indexer.index_run(run.run_id)
