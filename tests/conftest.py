@@ -14,6 +14,7 @@ import asyncpg
 import pytest
 
 from recorder.store import EventStore, open_store
+from recorder.store.inputs import operations, unpacked
 from recorder.store.sql import SqlStore
 from recorder.store.statements import Body, Fetch
 
@@ -123,6 +124,26 @@ async def raw_sql(store: EventStore, sql: str, *params: Any) -> list[Any]:
         return [tuple(row) for row in rows]
 
     return await store.database.write(body)
+
+
+async def stored_chunks(store: EventStore) -> list[bytes]:
+    """The bytes each row of ``input_chunks`` stands for (a compressed leaf's, expanded)."""
+    rows = await raw_sql(store, "SELECT hash, level, data FROM input_chunks")
+    return [unpacked(bytes(key), level, bytes(data)).data for key, level, data in rows]
+
+
+async def stored_inputs(store: EventStore) -> list[bytes]:
+    """The bytes each run's input is kept as: whole, or a delta's operations (expanded)."""
+    rows = await raw_sql(store, "SELECT input, base FROM run_inputs WHERE input IS NOT NULL")
+    kept_as = []
+    for kept, base in rows:
+        if base is None:
+            kept_as.append(bytes(kept))
+        else:  # compressed with its base's end as the dictionary
+            rebuilt = (await store.get_run(base)).input
+            assert rebuilt is not None
+            kept_as.append(operations(rebuilt, bytes(kept)))
+    return kept_as
 
 
 @pytest.fixture

@@ -258,6 +258,12 @@ class EventStore(Protocol):
         before its events were folded; when its head has changed since (a rewrite), the
         fold may hold what the rewrite replaced, and nothing is kept. Raises
         ``RunNotFound``.
+
+        The checkpoint at a closed run's last event (``seen`` closed, ``seq`` its last) may
+        be kept as the changes from the run's posted input (``open_store``'s
+        ``checkpoint_deltas``): it comes back the same bytes, at the cost of rebuilding the
+        input first. An input rewritten since it was read is no base: the checkpoint is
+        then kept on its own.
         """
         ...
 
@@ -444,9 +450,12 @@ class EventStore(Protocol):
         ...
 
 
-async def open_store(url: str, *, migrate: bool = False) -> EventStore:
+async def open_store(
+    url: str, *, migrate: bool = False, checkpoint_deltas: bool | None = None
+) -> EventStore:
     """A store for ``url`` (``sqlite+aiosqlite:///...`` or ``postgresql+asyncpg://...``),
-    its schema migrated first with ``migrate=True``.
+    its schema migrated first with ``migrate=True``. ``checkpoint_deltas``: keep a closed
+    run's last checkpoint as a delta from the run's input (None: on PostgreSQL only).
 
     ``sqlite+aiosqlite:///:memory:`` and URI databases (``?uri=true``) live on one
     connection, which the store shares between all its work. Raises ``ConfigError`` for
@@ -464,7 +473,7 @@ async def open_store(url: str, *, migrate: bool = False) -> EventStore:
         )
     with store_errors(kind.classify):
         database: Database = await kind.open(url)
-    store = SqlStore(database)
+    store = SqlStore(database, checkpoint_deltas=checkpoint_deltas)
     if migrate:
         try:
             await store.migrate()

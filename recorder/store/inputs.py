@@ -22,7 +22,9 @@ in order (``reassemble``). Nothing is parsed: any bytes, JSON or not, round-trip
 
 A chunk row is ``(hash, level, data)``: level 0 holds bytes, level ``n`` the 16-byte
 hashes of its children at level ``n - 1``. The level is part of the hash, so bytes that
-happen to look like a list of hashes never stand for a node.
+happen to look like a list of hashes never stand for a node. A leaf whose bytes compress
+well (text does, to about 0.4) is kept compressed (zlib), at level ``PACKED``: its hash is
+still that of its bytes at level 0, so it stands for the same leaf and is shared as one.
 """
 
 from __future__ import annotations
@@ -31,8 +33,8 @@ import hashlib
 import re
 import struct
 import zlib
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 
 HASH_BYTES = 16
 # Inputs smaller than this are kept whole in the run's row: a tree would cost more.
@@ -44,6 +46,9 @@ _CUT_MASK = 3  # about one candidate in four is a cut
 # past this many bytes the next candidate is a cut anyway.
 _LONGEST = 4096
 _NODE_MASK = 7  # about one child in eight ends a node
+PACKED = -1  # the level of a row holding a leaf compressed
+_PACK_FROM = 128  # a shorter leaf is kept as it is
+_PACK_GAIN = 0.8  # a leaf is kept compressed when that takes at most this much of it
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,10 +65,39 @@ class Chunk:
 
 @dataclass(frozen=True, slots=True)
 class InputTree:
-    """An input cut into chunks: its root and every chunk by hash (each listed once)."""
+    """An input cut into chunks: its root and every chunk by hash (each listed once), and
+    the leaves ``pack`` compressed, by hash."""
 
     root: bytes
     chunks: dict[bytes, Chunk]
+    packed: dict[bytes, bytes] = field(default_factory=dict)
+
+    def row(self, key: bytes) -> tuple[bytes, int, bytes]:
+        """The chunk's row as it is kept: ``(hash, level, data)``."""
+        packed = self.packed.get(key)
+        if packed is not None:
+            return key, PACKED, packed
+        chunk = self.chunks[key]
+        return key, chunk.level, chunk.data
+
+
+def pack(tree: InputTree, known: Callable[[bytes], object] | None = None) -> InputTree:
+    """``tree`` with its leaves compressed where that pays, but those ``known`` finds (a
+    chunk stored already is not inserted again: compressing it would be wasted)."""
+    for key, chunk in tree.chunks.items():
+        if chunk.level or len(chunk.data) < _PACK_FROM or (known and known(key) is not None):
+            continue
+        packed = zlib.compress(chunk.data, 1)
+        if len(packed) <= len(chunk.data) * _PACK_GAIN:
+            tree.packed[key] = packed
+    return tree
+
+
+def unpacked(key: bytes, level: int, data: bytes) -> Chunk:
+    """The chunk a row ``(hash, level, data)`` holds."""
+    if level == PACKED:
+        return Chunk(key, 0, zlib.decompress(data))
+    return Chunk(key, level, data)
 
 
 def _hash(level: int, data: bytes) -> bytes:
@@ -196,11 +230,15 @@ def batches(items: Iterable[bytes], size: int = 500) -> list[list[bytes]]:
 # ``CHAIN`` long: the next input is kept as a tree again, so rebuilding one never reads
 # more than ``CHAIN`` rows. Deltas are found by comparing bytes, nothing is parsed: any
 # bytes give a delta that rebuilds them exactly; how much it copies depends on how alike
-# the two are.
+# the two are. A delta is kept compressed (zlib) when that makes it shorter: what it holds
+# of its own is new text, which compresses to about half, and to about 0.4 with the end of
+# its base (the latest of the conversation, in the same words) as the dictionary.
 
 CHAIN = 16  # an input is at most this many deltas away from a tree (or whole bytes)
 _COPY = struct.Struct("<BII")  # 0, offset in the base, length
 _OWN = struct.Struct("<BI")  # 1, length, then the bytes
+_PACKED = 2  # the first byte of a compressed delta: the rest is zlib of the operations
+_DICTIONARY = 4096  # the last bytes of the base, the dictionary a delta is compressed with
 _ANCHOR = 32  # bytes of the base looked for in the new input
 _MIN_COPY = 24  # a shorter stretch in common is not worth a copy
 _DEPTH = 24  # how far a difference is split into smaller ones before it is kept as it is
@@ -209,11 +247,18 @@ _NEAR = 4096  # bytes around where a piece is first looked for
 _STEP = 64  # bytes compared first when looking for where two stretches differ
 
 
-def delta(base: bytes, data: bytes) -> bytes | None:
+def delta(base: bytes, data: bytes, *, moves: bool = False) -> bytes | None:
     """``data`` as the changes from ``base`` (``patch(base, ...)`` gives it back), or None
-    when it has too little in common with ``base`` to be worth it."""
+    when it has too little in common with ``base`` to be worth it.
+
+    The stretches in common are found in order: what ``data`` holds in another order than
+    ``base`` is its own. ``moves``: what is left is then looked for anywhere in ``base``
+    (a projector's checkpoint holds its run's input, in another order), at the cost of a
+    few searches of the whole base per stretch."""
     ops: list[tuple[int, int, int]] = []  # (0, offset, length) copies; (1, start, end) own
     _diff(base, 0, len(base), data, 0, len(data), ops, 0)
+    if moves:
+        ops = _moved(base, data, ops)
     parts: list[bytes] = []
     own = 0
     for kind, a, b in ops:
@@ -223,12 +268,30 @@ def delta(base: bytes, data: bytes) -> bytes | None:
             own += b - a
             parts.append(_OWN.pack(1, b - a))
             parts.append(data[a:b])
+    if own > len(data) // 2:
+        return None
     encoded = b"".join(parts)
-    return encoded if own <= len(data) // 2 else None
+    packing = zlib.compressobj(1, zdict=base[-_DICTIONARY:])
+    packed = bytes((_PACKED,)) + packing.compress(encoded) + packing.flush()
+    return packed if len(packed) < len(encoded) else encoded
+
+
+def compressed(encoded: bytes) -> bool:
+    """Whether the delta ``encoded`` is kept compressed."""
+    return encoded[:1] == bytes((_PACKED,))
+
+
+def operations(base: bytes, encoded: bytes) -> bytes:
+    """A delta's operations, as ``patch`` reads them (a compressed one decompressed)."""
+    if not compressed(encoded):
+        return encoded
+    unpacking = zlib.decompressobj(zdict=base[-_DICTIONARY:])
+    return unpacking.decompress(encoded[1:]) + unpacking.flush()
 
 
 def patch(base: bytes, encoded: bytes) -> bytes:
     """The bytes ``encoded`` (from ``delta``) makes of ``base``."""
+    encoded = operations(base, encoded)
     view = memoryview(base)
     parts: list[bytes | memoryview] = []
     at = 0
@@ -282,6 +345,45 @@ def _diff(
         _diff(old, start + length, ohi, new, at + length, nhi, ops, depth + 1)
     if tail:
         _copy(ops, ohi, tail)
+
+
+def _moved(old: bytes, new: bytes, ops: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
+    """``ops`` with each long stretch of ``new``'s own looked for anywhere in ``old``."""
+    out: list[tuple[int, int, int]] = []
+    for op in ops:
+        if op[0] == 1 and op[2] - op[1] >= _ANCHOR:
+            _found_anywhere(old, new, op[1], op[2], out, 0)
+        elif op[0] == 0:
+            _copy(out, op[1], op[2])
+        else:
+            _own(out, op[1], op[2])
+    return out
+
+
+def _found_anywhere(
+    old: bytes, new: bytes, nlo: int, nhi: int, ops: list[tuple[int, int, int]], depth: int
+) -> None:
+    """Operations making ``new[nlo:nhi]`` from stretches anywhere in ``old``: the longest
+    of a few grown from pieces of ``new`` found in ``old``, then what is left either side."""
+    best: tuple[int, int, int] | None = None
+    if depth < _DEPTH and nhi - nlo >= _ANCHOR:
+        span = nhi - nlo - _ANCHOR
+        for i in range(_TRIES):
+            q = nlo + span * (2 * i + 1) // (2 * _TRIES)
+            a = old.find(new[q : q + _ANCHOR])
+            if a < 0:
+                continue
+            left = _suffix(old, 0, a, new, nlo, q)
+            right = _ANCHOR + _prefix(old, a + _ANCHOR, len(old), new, q + _ANCHOR, nhi)
+            if best is None or left + right > best[2]:
+                best = (a - left, q - left, left + right)
+    if best is None:
+        _own(ops, nlo, nhi)
+        return
+    start, at, length = best  # old[start:start+length] == new[at:at+length]
+    _found_anywhere(old, new, nlo, at, ops, depth + 1)
+    _copy(ops, start, length)
+    _found_anywhere(old, new, at + length, nhi, ops, depth + 1)
 
 
 def _anchor(
@@ -409,6 +511,10 @@ class RecentInputs:
         if found is None or found.depth + 1 >= CHAIN:
             return None
         return found
+
+    def latest(self, thread_id: str) -> Recent | None:
+        """The latest input of the thread known here, however long its chain."""
+        return self._latest.get(thread_id)
 
     def forget(self, thread_id: str) -> None:
         """Hold no input of the thread any more (its inputs were rewritten)."""

@@ -19,6 +19,7 @@ from recorder.store.inputs import (
     batches,
     patch,
     reassemble,
+    unpacked,
 )
 from recorder.store.model import Page, Redaction, Run, Thread, ThreadFilter, ThreadSource
 from recorder.store.statements import EVENT_COLUMNS, Body, Fetch, FetchEvents
@@ -57,7 +58,7 @@ FORKS = Fetch(
 CHUNKS = "SELECT hash, level, data FROM input_chunks WHERE hash IN"
 MAX_POSITION = Fetch("SELECT max(position) FROM events")
 NEAREST_CHECKPOINT = Fetch(
-    "SELECT seq, data, root FROM checkpoints WHERE run_id = ? AND seq <= ? "
+    "SELECT seq, data, root, from_input FROM checkpoints WHERE run_id = ? AND seq <= ? "
     "ORDER BY seq DESC LIMIT 1"
 )
 RUN_WITHOUT_INPUT = Fetch(f"{RUNS_WITHOUT_INPUT} WHERE r.run_id = ?")
@@ -65,7 +66,8 @@ RUN_WITHOUT_INPUT = Fetch(f"{RUNS_WITHOUT_INPUT} WHERE r.run_id = ?")
 # seq (taken as its last event when past it): the state at a run's boundary in one query.
 _RUN_WIDTH = _RUN_COLUMNS.count(",") + 1  # the checkpoint's columns come after the run's
 RUN_CHECKPOINT = Fetch(
-    f"SELECT {_RUN_COLUMNS.format(input='NULL', root='NULL', base='NULL')}, c.seq, c.data, c.root "
+    f"SELECT {_RUN_COLUMNS.format(input='NULL', root='NULL', base='NULL')}, "
+    "c.seq, c.data, c.root, c.from_input "
     "FROM runs r LEFT JOIN checkpoints c ON c.run_id = r.run_id AND c.seq = ("
     "SELECT k.seq FROM checkpoints k WHERE k.run_id = r.run_id AND k.seq <= "
     "CASE WHEN ? < r.event_count THEN ? ELSE r.event_count - 1 END "
@@ -99,36 +101,53 @@ def _with_input(
     """The run of ``row``, its input rebuilt from its chunks when it is kept as a tree, or
     from its base when kept as a delta (``known``: inputs rebuilt already, by run)."""
     run = _run(row)
-    what = f"the input of run {run.run_id!r}"
-    if row[18] is not None:
-        data = yield from _patched(bytes(row[4]), str(row[18]), cache, known or {}, what)
-    elif row[17] is not None:
-        data = yield from _tree(bytes(row[17]), cache, what)
-    else:
+    if row[18] is None and row[17] is None:
         return run
+    data = yield from _input(run.run_id, row[4], row[17], row[18], cache, known or {})
     if known is not None:
         known[run.run_id] = data
     return replace(run, input=data)
+
+
+def _input(
+    run_id: str, kept: Any, root: Any, base: Any, cache: ChunkCache, known: dict[str, bytes]
+) -> Body[bytes]:
+    """A run's input from its row's ``input``, ``root`` and ``base``."""
+    what = f"the input of run {run_id!r}"
+    if base is not None:
+        return (yield from _patched(bytes(kept), str(base), cache, known, what))
+    if root is not None:
+        return (yield from _tree(bytes(root), cache, what))
+    if kept is None:
+        raise StoreError(f"{what} is missing from the store")
+    return bytes(kept)
 
 
 def _patched(
     delta: bytes, base: str, cache: ChunkCache, known: dict[str, bytes], what: str
 ) -> Body[bytes]:
     """An input kept as ``delta`` from the input of run ``base``, rebuilt."""
-    deltas = [delta]
     data = known.get(base)
     if data is None:
         rows = yield BASES, (base, CHAIN)
-        for kept, root, further in rows:
-            if further is None:
-                if root is not None:
-                    data = yield from _tree(bytes(root), cache, what)
-                elif kept is not None:
-                    data = bytes(kept)
-                break
-            deltas.append(bytes(kept))
-        if data is None:
-            raise StoreError(f"{what} is missing from the store")
+        data = yield from _chained(rows, cache, what)
+    return patch(data, delta)
+
+
+def _chained(rows: Sequence[Sequence[Any]], cache: ChunkCache, what: str) -> Body[bytes]:
+    """The input of the first of ``BASES``'s rows (``input, root, base``), rebuilt."""
+    deltas: list[bytes] = []
+    data = None
+    for kept, root, further in rows:
+        if further is None:
+            if root is not None:
+                data = yield from _tree(bytes(root), cache, what)
+            elif kept is not None:
+                data = bytes(kept)
+            break
+        deltas.append(bytes(kept))
+    if data is None:
+        raise StoreError(f"{what} is missing from the store")
     for step in reversed(deltas):
         data = patch(data, step)
     return data
@@ -173,7 +192,7 @@ def _walk(
         for batch in batches(missing):
             marks = ", ".join("?" * len(batch))
             rows = yield Fetch(f"{CHUNKS} ({marks})"), batch
-            read = [Chunk(bytes(key), int(depth), bytes(data)) for key, depth, data in rows]
+            read = [unpacked(bytes(key), int(depth), bytes(data)) for key, depth, data in rows]
             found.update((chunk.hash, chunk) for chunk in read)
             cache.put(read)
         if any(key not in found for key in missing):
@@ -329,10 +348,21 @@ def nearest_checkpoint(run_id: str, seq: int, cache: ChunkCache) -> Body[tuple[i
     rows = yield NEAREST_CHECKPOINT, (run_id, seq)
     if not rows:
         return None
-    at, data, root = rows[0]
+    at, data, root, from_input = rows[0]
+    return int(at), (yield from _checkpoint(run_id, data, root, from_input, cache))
+
+
+def _checkpoint(
+    run_id: str, data: Any, root: Any, from_input: Any, cache: ChunkCache
+) -> Body[bytes]:
+    """A checkpoint's bytes from its row: whole, a tree, or a delta from the run's input."""
     if data is None:  # kept as a tree
-        data = yield from _tree(bytes(root), cache, f"a checkpoint of run {run_id!r}")
-    return int(at), bytes(data)
+        return (yield from _tree(bytes(root), cache, f"a checkpoint of run {run_id!r}"))
+    if not from_input:
+        return bytes(data)
+    rows = yield BASES, (run_id, CHAIN)  # the run's input's row, then its bases'
+    posted = yield from _chained(rows, cache, f"the input of run {run_id!r}")
+    return patch(posted, bytes(data))
 
 
 def run_checkpoint(
@@ -344,12 +374,10 @@ def run_checkpoint(
         raise RunNotFound(run_id)
     row = rows[0]
     run = _run(row)
-    found, data, root = row[_RUN_WIDTH : _RUN_WIDTH + 3]
+    found, data, root, from_input = row[_RUN_WIDTH : _RUN_WIDTH + 4]
     if found is None:
         return run, None
-    if data is None:  # kept as a tree
-        data = yield from _tree(bytes(root), cache, f"a checkpoint of run {run_id!r}")
-    return run, (int(found), bytes(data))
+    return run, (int(found), (yield from _checkpoint(run_id, data, root, from_input, cache)))
 
 
 def _thread_conditions(f: ThreadFilter) -> tuple[list[str], list[Any]]:

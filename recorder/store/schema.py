@@ -154,9 +154,11 @@ checkpoints = Table(
     metadata,
     Column("run_id", String, ForeignKey("runs.run_id"), primary_key=True),
     Column("seq", Integer, primary_key=True),
-    # Small ones whole, others as the root of a tree in ``input_chunks``, like inputs.
+    # Small ones whole, others as the root of a tree in ``input_chunks``, like inputs, or
+    # (``from_input``) in ``data`` as a delta from the run's posted input, never rewritten.
     Column("data", LargeBinary, nullable=True),
     Column("root", LargeBinary, nullable=True),
+    Column("from_input", Boolean, nullable=True),
 )
 
 # -- governance: written by sanctioned transactions and admin actions, append-only ---------

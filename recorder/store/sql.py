@@ -31,6 +31,7 @@ from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from typing import Any, Protocol, TypeVar
 
+from recorder.errors import RunNotFound
 from recorder.store import (
     annotation,
     calls,
@@ -111,13 +112,21 @@ class Database(Protocol):
 
 _PAYLOAD = operator.itemgetter(0)  # a NewEvent's payload
 _FEW_EVENTS = 256  # a read of at most this many events counts as small
+_ADDED_AT_MOST = 64 * 1024  # past what a run's input holds (doubled), no delta is tried
 
 
 class SqlStore:
     """The ``EventStore`` on a SQL database (the contract is documented on the port)."""
 
-    def __init__(self, database: Database) -> None:
+    def __init__(self, database: Database, *, checkpoint_deltas: bool | None = None) -> None:
         self.database = database
+        # A closed run's last checkpoint kept as a delta from its input (``save_checkpoint``):
+        # by default on PostgreSQL, where each row of a tree costs about 90 bytes of header
+        # and index entry and a read trip is cheap beside the read budget; on SQLite trees
+        # (rows cost a few bytes there, and reading a delta's input first doubles a read).
+        self._checkpoint_deltas = (
+            database.dialect == "postgresql" if checkpoint_deltas is None else checkpoint_deltas
+        )
         self.url = database.url
         self._wake = asyncio.Event()
         self._listening = False
@@ -146,7 +155,7 @@ class SqlStore:
             call = partial(calls.create_run, run, kept, time.time())
             created = await self._write(call, 1, 0, taken, alone=True, idempotent=True)
             if created is None:  # the delta's base is gone: a tree (or whole) after all
-                kept = writes.Kept(tree=writes.input_tree(run.input))
+                kept = writes.Kept(tree=writes.input_tree(run.input, self._chunks.get))
         if created is None:
             # A tree or a delta usually adds a little to what is stored: a small transaction.
             size = 0 if kept.tree is not None or kept.delta is not None else len(run.input or b"")
@@ -181,7 +190,7 @@ class SqlStore:
                     delta=changes,
                     depth=base.depth + 1,
                 )
-        return writes.Kept(tree=writes.input_tree(posted))
+        return writes.Kept(tree=writes.input_tree(posted, self._chunks.get))
 
     async def append(self, run_id: str, events: Sequence[NewEvent]) -> list[Appended]:
         return (await self.append_batches([(run_id, events)]))[0]
@@ -281,14 +290,52 @@ class SqlStore:
     async def save_checkpoint(
         self, run_id: str, seq: int, data: bytes, *, seen: Run | None = None
     ) -> None:
-        tree = writes.input_tree(data)
-        size = 0 if tree is not None else len(data)
         dialect = self.database.dialect
-        kept = await self._write(
+        changes = await self._from_input(run_id, seq, data, seen)
+        if changes is not None:
+            kept = await self._write(
+                lambda: writes.save_checkpoint(
+                    run_id, seq, changes, None, dialect, seen, from_input=True
+                ),
+                0,
+                len(changes),
+            )
+            if kept is not None:
+                return
+            # The input was rewritten since it was read: the checkpoint is kept on its own.
+        tree = writes.input_tree(data, self._chunks.get)
+        size = 0 if tree is not None else len(data)
+        saved = await self._write(
             lambda: writes.save_checkpoint(run_id, seq, data, tree, dialect, seen), 0, size
         )
-        if kept and tree is not None:
+        if saved and tree is not None:
             self._chunks.put(tree.chunks.values())
+
+    async def _from_input(
+        self, run_id: str, seq: int, data: bytes, seen: Run | None
+    ) -> bytes | None:
+        """The checkpoint at a closed run's last event as a delta from the run's posted
+        input, where deltas are kept and it has one: the input holds the messages and the
+        state the run started from, so the delta holds about what the run added."""
+        if (
+            not self._checkpoint_deltas
+            or len(data) < INLINE_BELOW  # kept whole: read without the input
+            or seen is None
+            or seen.status not in TERMINAL
+            or seq != seen.event_count - 1
+        ):
+            return None
+        recent = self._recent.latest(seen.thread_id)
+        if recent is not None and recent.run_id == run_id:
+            posted: bytes | None = recent.data
+        else:
+            try:
+                posted = (await self.get_run(run_id)).input
+            except RunNotFound:
+                return None
+        if posted is None or len(data) > 2 * len(posted) + _ADDED_AT_MOST:
+            return None  # a run that added most of it: the delta would be most of it too
+        return delta(posted, data, moves=True)
 
     async def drop_checkpoints(self, run_id: str | None = None) -> int:
         return await self._write(lambda: writes.drop_checkpoints(run_id))

@@ -17,7 +17,7 @@ with a NUL is refused.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, NamedTuple
@@ -26,7 +26,7 @@ import orjson
 
 from recorder.errors import Conflict, InputError, RunClosed, RunNotFound
 from recorder.store import chain
-from recorder.store.inputs import INLINE_BELOW, InputTree, batches, build
+from recorder.store.inputs import INLINE_BELOW, InputTree, batches, build, pack
 from recorder.store.model import (
     RUNNING,
     Appended,
@@ -114,22 +114,28 @@ HEARTBEAT = Execute(
 RUN_HEAD = Fetch("SELECT head FROM runs WHERE run_id = ?")
 RUN_HEAD_KEPT = Fetch(RUN_HEAD.sql + " FOR KEY SHARE")
 SAVE_CHECKPOINT = Execute(
-    "INSERT INTO checkpoints (run_id, seq, data, root) VALUES (?, ?, ?, ?) "
+    "INSERT INTO checkpoints (run_id, seq, data, root, from_input) VALUES (?, ?, ?, ?, ?) "
     "ON CONFLICT (run_id, seq) DO NOTHING"
 )
+# Whether the run's input is still the one it was posted with: a checkpoint kept as a delta
+# from it is checked against it in its own transaction (``rewrite_inputs`` locks the run).
+INPUT_AS_POSTED = Fetch("SELECT 1 FROM run_inputs WHERE run_id = ? AND rewritten_at IS NULL")
 DROP_CHECKPOINTS = Execute("DELETE FROM checkpoints")
 DROP_RUN_CHECKPOINTS = Execute("DELETE FROM checkpoints WHERE run_id = ?")
 # A run that appended within this long was refreshed by the append itself.
 FRESH_FOR = 1.0
 
 
-def input_tree(posted: bytes | None) -> InputTree | None:
+def input_tree(
+    posted: bytes | None, known: Callable[[bytes], object] | None = None
+) -> InputTree | None:
     """How ``create_run`` keeps ``posted`` when not as a delta: None when whole (absent or
-    small), else its tree of chunks (``recorder.store.inputs``). Made once per run,
-    outside the body, so a transaction that starts over does not cut the input again."""
+    small), else its tree of chunks (``recorder.store.inputs``), its leaves but those
+    ``known`` finds compressed. Made once per run, outside the body, so a transaction that
+    starts over does not cut the input again."""
     if posted is None or len(posted) < INLINE_BELOW:
         return None
-    return build(posted)
+    return pack(build(posted), known)
 
 
 def whole_or_tree(data: bytes) -> tuple[bytes | None, InputTree | None]:
@@ -294,8 +300,7 @@ def insert_chunks(tree: InputTree) -> Body[int]:
     while frontier:
         new: list[bytes] = []
         for batch in batches(sorted(frontier)):
-            chunks = [tree.chunks[key] for key in batch]
-            params = [v for chunk in chunks for v in (chunk.hash, chunk.level, chunk.data)]
+            params = [v for key in batch for v in tree.row(key)]
             rows = yield _insert_chunks(len(batch)), params
             new += [bytes(row[0]) for row in rows]
         inserted += len(new)
@@ -411,9 +416,13 @@ def save_checkpoint(
     tree: InputTree | None,
     dialect: str = "sqlite",
     seen: Run | None = None,
-) -> Body[bool]:
+    from_input: bool = False,
+) -> Body[bool | None]:
     """Keep the checkpoint unless the run's head is no longer ``seen``'s (its events were
-    rewritten after the fold read them); whether it was kept or found there already."""
+    rewritten after the fold read them); whether it was kept or found there already.
+    ``from_input``: ``data`` is a delta from the run's posted input, kept only while the
+    input is still the one posted: None when it was rewritten (it may have been read
+    before that), for the checkpoint to be kept on its own."""
     # A checkpoint that exists already was saved by a concurrent reader: same data.
     # On PostgreSQL the run's row is locked before the chunks are inserted, as a run's
     # creation locks its thread first: a purge deleting the run is waited for before the
@@ -426,11 +435,15 @@ def save_checkpoint(
         raise RunNotFound(run_id)
     if seen is not None and seen.rewritten_since(rows[0][0]):
         return False
-    if tree is None:
-        yield SAVE_CHECKPOINT, (run_id, seq, data, None)
+    if from_input:
+        if not (yield INPUT_AS_POSTED, (run_id,)):
+            return None
+        yield SAVE_CHECKPOINT, (run_id, seq, data, None, True)
+    elif tree is None:
+        yield SAVE_CHECKPOINT, (run_id, seq, data, None, None)
     else:
         yield from insert_chunks(tree)
-        yield SAVE_CHECKPOINT, (run_id, seq, None, tree.root)
+        yield SAVE_CHECKPOINT, (run_id, seq, None, tree.root, None)
     return True
 
 

@@ -139,6 +139,82 @@ async def test_downgrading_deltas_puts_inputs_back_whole(db_url: str) -> None:
         await store.close()
 
 
+async def test_downgrading_compression_puts_deltas_and_leaves_back_plain(db_url: str) -> None:
+    """Compressed deltas and leaves (0013) are kept plain below it, as that revision reads
+    them; checkpoints kept as deltas go (derived); all comes back after upgrading."""
+    from sqlalchemy import text
+
+    from recorder.store import NewEvent, NewRun, open_store
+    from recorder.store.inputs import PACKED, Chunk, compressed, patch, reassemble
+
+    def posted(turn: int) -> bytes:
+        said = b",".join(
+            b'{"id":"m%d","c":"%s"}' % (i, b"word %d " % i * 9) for i in range(turn + 40)
+        )
+        return b'{"runId":"r%d","messages":[%s]}' % (turn, said)
+
+    store = await open_store(db_url, migrate=True, checkpoint_deltas=True)
+    try:
+        for turn in range(4):
+            run_id = f"r{turn}"
+            await store.create_run(NewRun(run_id, "t", input=posted(turn)))
+            await store.append(run_id, [NewEvent(b"{}", "CUSTOM")])
+            await store.set_status(run_id, "finished")
+            seen = await store.get_run(run_id, input=False)
+            await store.save_checkpoint(run_id, 0, posted(turn) + b" and more", seen=seen)
+    finally:
+        await store.close()
+    engine = create_async_engine(db_url)
+    try:
+        async with engine.connect() as conn:
+            levels = (await conn.execute(text("SELECT level FROM input_chunks"))).scalars()
+            assert PACKED in set(levels)
+            deltas = (
+                await conn.execute(text("SELECT input FROM run_inputs WHERE base IS NOT NULL"))
+            ).scalars()
+            assert any(compressed(bytes(kept)) for kept in deltas)
+            assert (
+                await conn.execute(text("SELECT count(*) FROM checkpoints WHERE from_input"))
+            ).scalar() == 4
+        async with engine.begin() as conn:
+            await conn.run_sync(
+                lambda sync: command.downgrade(alembic_config(sync), "0012_input_rewrites")
+            )
+        async with engine.connect() as conn:
+            chunks = {
+                bytes(key): Chunk(bytes(key), int(level), bytes(data))
+                for key, level, data in await conn.execute(
+                    text("SELECT hash, level, data FROM input_chunks")
+                )
+            }
+            assert all(chunk.level >= 0 for chunk in chunks.values())
+            rows = {
+                run_id: (kept, root, base)
+                for run_id, kept, root, base in await conn.execute(
+                    text("SELECT run_id, input, root, base FROM run_inputs")
+                )
+            }
+            assert (await conn.execute(text("SELECT count(*) FROM checkpoints"))).scalar() == 0
+
+        def plain(run_id: str) -> bytes:  # as the revision below rebuilds an input
+            kept, root, base = rows[run_id]
+            if base is None:
+                return reassemble(bytes(root), chunks) if kept is None else bytes(kept)
+            assert not compressed(bytes(kept))
+            return patch(plain(base), bytes(kept))
+
+        assert {run_id: plain(run_id) for run_id in rows} == {f"r{t}": posted(t) for t in range(4)}
+        await upgrade(engine)
+    finally:
+        await engine.dispose()
+    store = await open_store(db_url)
+    try:
+        for turn in range(4):
+            assert (await store.get_run(f"r{turn}")).input == posted(turn)
+    finally:
+        await store.close()
+
+
 async def test_downgrading_storage_puts_chunked_inputs_back_whole(db_url: str) -> None:
     from sqlalchemy import text
 

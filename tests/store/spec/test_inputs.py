@@ -21,8 +21,19 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from recorder.store import EventStore, NewRun, open_store
-from recorder.store.inputs import CHAIN, INLINE_BELOW, build, delta, leaves, patch, reassemble
+from recorder.store.inputs import (
+    CHAIN,
+    INLINE_BELOW,
+    PACKED,
+    build,
+    delta,
+    leaves,
+    operations,
+    patch,
+    reassemble,
+)
 from recorder.timetravel.transfer import export_lines, import_lines
+from tests.conftest import raw_sql, stored_chunks
 from tests.store.spec.conftest import MEMORY, shared_database
 
 TEXT = st.text(st.characters(blacklist_categories=["Cs"]), min_size=0, max_size=120)
@@ -269,9 +280,38 @@ def test_a_delta_rebuilds_any_bytes_from_any_base(
     seed: int, size: int, raw: tuple[bytes, bytes]
 ) -> None:
     for base, data in (_related(seed, size), raw, (raw[0], raw[0] + raw[1])):
-        changes = delta(base, data)
-        if changes is not None:
-            assert patch(base, changes) == data
+        for moves in (False, True):
+            changes = delta(base, data, moves=moves)
+            if changes is not None:
+                assert patch(base, changes) == data
+
+
+def test_a_delta_with_moves_copies_what_moved() -> None:
+    """What the new bytes hold in another order than the base (a checkpoint's state, at
+    the other end from its input's) is copied from where it is, not kept again."""
+    rng = random.Random(5)
+    words = ["alpha", "beta", "gamma", "delta", "river", "stone", "cloud", "seven"]
+    state = orjson.dumps({"todos": [" ".join(rng.choices(words, k=12)) for _ in range(40)]})
+    history = orjson.dumps([" ".join(rng.choices(words, k=30)) for _ in range(200)])
+    posted = b'{"state":' + state + b',"messages":' + history + b"}"
+    checkpoint = history[:-1] + b',"a reply"]\n{"state":' + state + b"}"
+    plain, moved = delta(posted, checkpoint), delta(posted, checkpoint, moves=True)
+    assert plain is not None and moved is not None
+    assert patch(posted, moved) == checkpoint == patch(posted, plain)
+    assert len(operations(posted, moved)) < 150 < len(state) < len(operations(posted, plain))
+
+
+def test_a_delta_is_kept_compressed_when_that_is_shorter() -> None:
+    rng = random.Random(8)
+    words = ["alpha", "beta", "gamma", "delta", "river", "stone", "cloud", "seven"]
+    base = orjson.dumps([" ".join(rng.choices(words, k=30)) for _ in range(100)])
+    said = " ".join(rng.choices(words, k=300)).encode()
+    data = base[:-1] + b',"' + said + b'"]'
+    changes = delta(base, data)
+    assert changes is not None and patch(base, changes) == data
+    assert len(changes) < len(said) // 2 < len(operations(base, changes))  # compressed
+    tiny = delta(base, base[:-1] + b',"x"]')
+    assert tiny is not None and tiny == operations(base, tiny)  # too short to gain: as it is
 
 
 def test_a_delta_holds_what_changed_not_the_history() -> None:
@@ -380,3 +420,32 @@ async def test_a_delta_whose_base_is_gone_is_kept_as_a_tree(
     await store.create_run(NewRun("r2", "p", input=_turn(2, "p"), parent_run_id="r1"))
     assert (await store.get_run("r2")).input == _turn(2, "p")
     assert (await store.get_run("r1")).input == other
+
+
+async def test_leaves_are_kept_compressed_and_read_back_exactly(
+    store: EventStore, spec_url: str
+) -> None:
+    """Text compresses: the leaves of a tree are kept compressed, under the hash of their
+    bytes, and the input comes back byte for byte, from the tables alone too."""
+    rng = random.Random(4)
+    words = ["alpha", "beta", "gamma", "delta", "river", "stone", "cloud", "seven"]
+    history = [
+        {"id": f"m{i}", "role": "user", "content": " ".join(rng.choices(words, k=40))}
+        for i in range(200)
+    ]
+    posted = orjson.dumps({"threadId": "z", "runId": "z1", "messages": history})
+    await store.create_run(NewRun("z1", "z", input=posted))
+    rows = await raw_sql(store, "SELECT hash, level, data FROM input_chunks")
+    packed = [bytes(data) for _key, level, data in rows if level == PACKED]
+    assert packed and sum(map(len, packed)) < len(posted) // 2
+    tree = build(posted)  # the same leaves, under the same hashes, whole
+    leaf_hashes = {key for key, chunk in tree.chunks.items() if chunk.level == 0}
+    assert {bytes(key) for key, level, _data in rows if level == PACKED} <= leaf_hashes
+    assert b"".join(await stored_chunks(store)).count(history[7]["content"].encode()) == 1
+    assert (await store.get_run("z1")).input == posted
+    if shared_database(spec_url):
+        other = await open_store(spec_url)
+        try:
+            assert (await other.get_run("z1")).input == posted
+        finally:
+            await other.close()

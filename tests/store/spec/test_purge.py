@@ -12,7 +12,7 @@ import pytest
 
 from recorder.errors import InputError, ThreadNotFound
 from recorder.store import EventStore, NewRun, PurgeSelection
-from tests.conftest import raw_sql
+from tests.conftest import raw_sql, stored_chunks
 from tests.store.spec.conftest import ev
 
 
@@ -125,12 +125,12 @@ async def test_a_purge_deletes_the_chunks_only_its_thread_used(store: EventStore
     await store.set_status("gone-r0", "finished")
     await store.create_run(NewRun("gone-r1", "gone", agent="a", input=_posted("x", secret)))
     await store.set_status("gone-r1", "finished")
-    chunks = [bytes(row[0]) for row in await raw_sql(store, "SELECT data FROM input_chunks")]
+    chunks = await stored_chunks(store)
     assert any(b"only the purged thread" in data for data in chunks)
 
     await store.purge(PurgeSelection(thread_ids=("gone",)), actor="cli", reason="erasure")
 
-    chunks = [bytes(row[0]) for row in await raw_sql(store, "SELECT data FROM input_chunks")]
+    chunks = await stored_chunks(store)
     assert not any(b"only the purged thread" in data for data in chunks)
     assert any(b"both threads were posted" in data for data in chunks)
     # The thread that stays reads its input whole, byte for byte, from what is left.

@@ -7,7 +7,7 @@ import pytest
 
 from recorder.errors import InputError, ThreadNotFound
 from recorder.store import EventStore, NewRun, open_store
-from tests.conftest import raw_sql
+from tests.conftest import raw_sql, stored_chunks, stored_inputs
 
 SECRET = b"bob@example.com"
 
@@ -36,9 +36,7 @@ async def _thread(
 
 async def _stored_bytes(store: EventStore) -> bytes:
     """Every byte kept for inputs: whole ones, deltas and chunks."""
-    rows = await raw_sql(store, "SELECT input FROM run_inputs WHERE input IS NOT NULL")
-    chunks = await raw_sql(store, "SELECT data FROM input_chunks")
-    return b"".join(bytes(r[0]) for r in rows) + b"".join(bytes(c[0]) for c in chunks)
+    return b"".join(await stored_inputs(store)) + b"".join(await stored_chunks(store))
 
 
 async def test_inputs_rewritten_come_back_as_given_and_the_old_bytes_are_gone(
