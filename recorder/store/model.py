@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -118,12 +119,22 @@ class Run:
     # only by a rewrite of its events: a fold of the run read with one head is a fold of
     # the same events while the run has that head.
     head: bytes | None = None
+    # When its posted input was last rewritten (a redaction), None if never.
+    input_rewritten_at: float | None = None
 
-    def rewritten_since(self, stored: Any) -> bool:
-        """Whether the run's head, as the database holds it now (``stored``), is no longer
-        the one it was read with: what was derived from its events since may hold what a
-        rewrite replaced."""
-        return (None if stored is None else bytes(stored)) != self.head
+    def changed_since(self, stored: Sequence[Any]) -> bool:
+        """Whether the run as the database holds it now (``stored``: ``RUN_AS_STORED``'s
+        row) is no longer the one it was read as: its events rewritten (another head), its
+        input rewritten (a redaction), or the run itself purged and posted again under its
+        id (another ``created_at``). What was derived from it since (a checkpoint, search
+        documents) may hold what was replaced, or belong to another run."""
+        head, created_at, input_rewritten_at = stored
+        return (
+            (None if head is None else bytes(head)) != self.head
+            or float(created_at) != self.created_at
+            or (None if input_rewritten_at is None else float(input_rewritten_at))
+            != self.input_rewritten_at
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,13 +22,20 @@ from recorder.store.inputs import (
     unpacked,
 )
 from recorder.store.model import Page, Redaction, Run, Thread, ThreadFilter, ThreadSource
-from recorder.store.statements import EVENT_COLUMNS, Body, Fetch, FetchEvents
+from recorder.store.statements import (
+    EVENT_COLUMNS,
+    INPUT_REWRITTEN_AT,
+    Body,
+    Fetch,
+    FetchEvents,
+)
 from recorder.wire.events import RecordedEvent
 
 _RUN_COLUMNS = (
     "r.run_id, r.thread_id, r.agent, r.status, {input}, r.parent_run_id, r.parent_seq, "
     "r.parent_inferred, r.origin, r.outcome, r.error, r.violations, r.event_count, "
-    "r.created_at, r.finished_at, r.heartbeat_at, r.owner, {root}, {base}, r.head"
+    "r.created_at, r.finished_at, r.heartbeat_at, r.owner, {root}, {base}, r.head, "
+    + INPUT_REWRITTEN_AT
 )
 RUNS = (
     f"SELECT {_RUN_COLUMNS.format(input='i.input', root='i.root', base='i.base')} "
@@ -441,6 +448,7 @@ def _run(row: Sequence[Any]) -> Run:
         heartbeat_at=row[15],
         owner=row[16],
         head=None if row[19] is None else bytes(row[19]),
+        input_rewritten_at=None if row[20] is None else float(row[20]),
     )
 
 

@@ -31,7 +31,7 @@ from recorder.store.model import (
     SearchFilter,
     SearchHit,
 )
-from recorder.store.statements import Body, Execute, Fetch
+from recorder.store.statements import RUN_AS_STORED, Body, Execute, Fetch
 
 SQLITE = "sqlite"
 
@@ -51,7 +51,7 @@ DROP_FTS_OF_RUN = Execute(
     "SELECT 'delete', id, terms FROM search_docs WHERE run_id = ?"
 )
 DROP_DOCS_OF_RUN = Execute("DELETE FROM search_docs WHERE run_id = ?")
-LOCK_RUN = Fetch("SELECT head FROM runs WHERE run_id = ?", lock=True)
+LOCK_RUN = Fetch(RUN_AS_STORED, lock=True)
 UNMARK_INDEXED = Execute("DELETE FROM search_runs WHERE run_id = ?")
 MARK_INDEXED = Execute(
     "INSERT INTO search_runs (run_id, thread_id, indexed_at) VALUES (?, ?, ?) "
@@ -98,15 +98,16 @@ def index_run(
 ) -> Body[int]:
     """Add ``docs`` (each with its terms) to the run's documents: first dropping those it
     had (``replace``), then marking it indexed (``done``). Nothing is written for a run
-    gone meanwhile (a purge), nor when its head is no longer ``seen``'s (a rewrite since
-    the documents were read from its events: it is left to be indexed again)."""
+    gone meanwhile (a purge), nor when it is no longer ``seen`` (``Run.changed_since``: its
+    events or its input rewritten since the documents were read from them: it is left to
+    be indexed again)."""
     # The run's row, locked: two indexers of one run take turns (PostgreSQL), and the
     # second replaces the first's documents instead of adding to them. A purge and a
     # rewrite lock it too before they drop documents: an indexer holding it is waited for.
     found = yield LOCK_RUN, (run_id,)
     if not found:
         return 0
-    if seen is not None and seen.rewritten_since(found[0][0]):
+    if seen is not None and seen.changed_since(found[0]):
         return 0
     if replace:
         yield from forget_run(dialect, run_id)

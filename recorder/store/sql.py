@@ -293,16 +293,14 @@ class SqlStore:
         dialect = self.database.dialect
         changes = await self._from_input(run_id, seq, data, seen)
         if changes is not None:
-            kept = await self._write(
+            await self._write(
                 lambda: writes.save_checkpoint(
                     run_id, seq, changes, None, dialect, seen, from_input=True
                 ),
                 0,
                 len(changes),
             )
-            if kept is not None:
-                return
-            # The input was rewritten since it was read: the checkpoint is kept on its own.
+            return
         tree = writes.input_tree(data, self._chunks.get)
         size = 0 if tree is not None else len(data)
         saved = await self._write(
@@ -323,10 +321,16 @@ class SqlStore:
             or seen is None
             or seen.status not in TERMINAL
             or seq != seen.event_count - 1
+            or seen.input_rewritten_at is not None  # a redacted input: kept on its own
         ):
             return None
+        # The input as this store wrote it, if that run is the one ``seen`` is (not one
+        # purged since and posted again under its id); the save checks the rest.
         recent = self._recent.latest(seen.thread_id)
-        if recent is not None and recent.run_id == run_id:
+        if recent is not None and (recent.run_id, recent.created_at) == (
+            run_id,
+            seen.created_at,
+        ):
             posted: bytes | None = recent.data
         else:
             try:
@@ -346,9 +350,13 @@ class SqlStore:
         self, selection: PurgeSelection, *, actor: str, reason: str | None, dry_run: bool = False
     ) -> PurgeReport:
         dialect = self.database.dialect
-        return await self._write(
+        report = await self._write(
             lambda: governance.purge(selection, actor, reason, dry_run, dialect)
         )
+        if not dry_run:
+            for thread in report.threads:  # no delta is taken from a purged input
+                self._recent.forget(thread.thread_id)
+        return report
 
     async def rewrite(
         self, run_id: str, payloads: Mapping[int, bytes], *, actor: str, reason: str | None

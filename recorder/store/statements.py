@@ -110,4 +110,8 @@ INSERT_EVENTS = InsertEvents()
 APPEND_LOCK = AppendLock()
 NOTIFY = Notify()
 EVENT_COLUMNS = ", ".join(RecordedEvent._fields)
+# When the input of run ``r`` was last rewritten (None: never, or no input).
+INPUT_REWRITTEN_AT = "(SELECT x.rewritten_at FROM run_inputs x WHERE x.run_id = r.run_id)"
+# What ``Run.changed_since`` compares: the run as stored now against the run as read.
+RUN_AS_STORED = f"SELECT r.head, r.created_at, {INPUT_REWRITTEN_AT} FROM runs r WHERE r.run_id = ?"
 INSERT_COLUMNS = (*RecordedEvent._fields, "hash")

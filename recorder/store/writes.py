@@ -39,6 +39,7 @@ from recorder.store.statements import (
     APPEND_LOCK,
     INSERT_EVENTS,
     NOTIFY,
+    RUN_AS_STORED,
     Body,
     EventBlock,
     Execute,
@@ -111,15 +112,12 @@ CLAIM_FIRST = Fetch(CLAIM.sql + ", (SELECT max(position) FROM events)")
 HEARTBEAT = Execute(
     "UPDATE runs SET heartbeat_at = ?, owner = ? WHERE run_id = ? AND heartbeat_at < ?"
 )
-RUN_HEAD = Fetch("SELECT head FROM runs WHERE run_id = ?")
-RUN_HEAD_KEPT = Fetch(RUN_HEAD.sql + " FOR KEY SHARE")
+RUN_STORED = Fetch(RUN_AS_STORED)
+RUN_STORED_KEPT = Fetch(RUN_AS_STORED + " FOR KEY SHARE OF r")
 SAVE_CHECKPOINT = Execute(
     "INSERT INTO checkpoints (run_id, seq, data, root, from_input) VALUES (?, ?, ?, ?, ?) "
     "ON CONFLICT (run_id, seq) DO NOTHING"
 )
-# Whether the run's input is still the one it was posted with: a checkpoint kept as a delta
-# from it is checked against it in its own transaction (``rewrite_inputs`` locks the run).
-INPUT_AS_POSTED = Fetch("SELECT 1 FROM run_inputs WHERE run_id = ? AND rewritten_at IS NULL")
 DROP_CHECKPOINTS = Execute("DELETE FROM checkpoints")
 DROP_RUN_CHECKPOINTS = Execute("DELETE FROM checkpoints WHERE run_id = ?")
 # A run that appended within this long was refreshed by the append itself.
@@ -417,27 +415,24 @@ def save_checkpoint(
     dialect: str = "sqlite",
     seen: Run | None = None,
     from_input: bool = False,
-) -> Body[bool | None]:
-    """Keep the checkpoint unless the run's head is no longer ``seen``'s (its events were
-    rewritten after the fold read them); whether it was kept or found there already.
-    ``from_input``: ``data`` is a delta from the run's posted input, kept only while the
-    input is still the one posted: None when it was rewritten (it may have been read
-    before that), for the checkpoint to be kept on its own."""
+) -> Body[bool]:
+    """Keep the checkpoint unless the run is no longer ``seen`` (``Run.changed_since``: its
+    events or its input rewritten after the fold read them, or the run purged and posted
+    again); whether it was kept or found there already. ``from_input``: ``data`` is a
+    delta from the run's posted input, which ``seen`` says was never rewritten."""
     # A checkpoint that exists already was saved by a concurrent reader: same data.
     # On PostgreSQL the run's row is locked before the chunks are inserted, as a run's
     # creation locks its thread first: a purge deleting the run is waited for before the
-    # chunk table is held (see ``governance.LOCK_CHUNKS``). The purge and the rewrite lock
+    # chunk table is held (see ``governance.LOCK_CHUNKS``). The purge and the rewrites lock
     # their runs before they delete checkpoints: a write holding the run is waited for
     # (and its checkpoint deleted with the others), one coming later waits for them and
     # then reads the run as they left it.
-    rows = yield (RUN_HEAD if dialect == "sqlite" else RUN_HEAD_KEPT), (run_id,)
+    rows = yield (RUN_STORED if dialect == "sqlite" else RUN_STORED_KEPT), (run_id,)
     if not rows:
         raise RunNotFound(run_id)
-    if seen is not None and seen.rewritten_since(rows[0][0]):
+    if seen is not None and seen.changed_since(rows[0]):
         return False
     if from_input:
-        if not (yield INPUT_AS_POSTED, (run_id,)):
-            return None
         yield SAVE_CHECKPOINT, (run_id, seq, data, None, True)
     elif tree is None:
         yield SAVE_CHECKPOINT, (run_id, seq, data, None, None)

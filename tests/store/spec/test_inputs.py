@@ -17,10 +17,11 @@ import uuid
 from typing import Any
 
 import orjson
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from recorder.store import EventStore, NewRun, open_store
+from recorder.store import EventStore, NewRun, inputs, open_store
 from recorder.store.inputs import (
     CHAIN,
     INLINE_BELOW,
@@ -299,6 +300,35 @@ def test_a_delta_with_moves_copies_what_moved() -> None:
     assert plain is not None and moved is not None
     assert patch(posted, moved) == checkpoint == patch(posted, plain)
     assert len(operations(posted, moved)) < 150 < len(state) < len(operations(posted, plain))
+
+
+def test_the_search_for_moved_stretches_stops_at_its_budget(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Inputs that share little in order (every message with its keys reordered) would cost
+    a search of the whole base per piece: the searches stop when they have scanned
+    ``_SCAN`` bytes of it, what is left is the new bytes' own, and the delta stays exact
+    (or is not worth keeping). With no budget at all, moves find nothing."""
+    messages = [{"id": f"m{i}", "role": "user", "content": f"turn {i} " * 12} for i in range(300)]
+    base = orjson.dumps({"messages": messages})
+    data = orjson.dumps([dict(reversed(list(m.items()))) for m in messages])
+    searches: list[int] = []
+    find = bytes.find
+
+    class Counted(bytes):
+        def find(self, piece: Any, *args: Any) -> int:  # type: ignore[override]
+            at = find(self, piece, *args)
+            searches.append(len(self) if at < 0 else at + len(piece))  # bytes scanned
+            return at
+
+    counted = Counted(base)
+    changes = delta(counted, data, moves=True)
+    assert changes is None or patch(base, changes) == data
+    assert 0 < sum(searches) <= inputs._SCAN + len(base)
+    monkeypatch.setattr(inputs, "_SCAN", 0)
+    searches.clear()
+    assert delta(counted, data, moves=True) == delta(base, data)
+    assert searches == []
 
 
 def test_a_delta_is_kept_compressed_when_that_is_shorter() -> None:

@@ -8,7 +8,7 @@ import orjson
 import pytest
 
 from recorder.errors import RunNotFound
-from recorder.store import EventStore, NewRun, Run, open_store
+from recorder.store import EventStore, NewRun, PurgeSelection, Run, open_store
 from tests.conftest import raw_sql
 from tests.store.spec.conftest import ev, shared_database
 
@@ -124,13 +124,15 @@ async def test_other_checkpoints_are_kept_on_their_own(spec_url: str) -> None:
         await store.close()
 
 
-async def test_a_checkpoint_of_an_input_rewritten_since_is_kept_on_its_own(
-    spec_url: str,
+@pytest.mark.parametrize("deltas", [True, False], ids=["deltas", "trees"])
+async def test_a_checkpoint_folded_before_its_input_was_rewritten_is_not_kept(
+    spec_url: str, deltas: bool
 ) -> None:
-    """The input a checkpoint is kept against may have been rewritten after it was read,
-    here or by another process (whose bytes this store's memory still holds): the
-    checkpoint is then kept on its own, and reads back as it was made."""
-    store = await open_store(spec_url, migrate=True, checkpoint_deltas=True)
+    """A fold read the run, then a redaction rewrote its input (here, or in another process
+    whose bytes this store's memory does not hold), then the fold saves: what it made may
+    hold what the redaction replaced, so it is not kept. A fold that read the run after
+    the rewrite is kept (on its own: a rewritten input is no delta's base)."""
+    store = await open_store(spec_url, migrate=True, checkpoint_deltas=deltas)
     try:
         posted = _posted("r1", 40)
         seen = await _closed(store, "r1", posted)
@@ -143,12 +145,54 @@ async def test_a_checkpoint_of_an_input_rewritten_since_is_kept_on_its_own(
                 await other.close()
         else:
             assert await store.rewrite_inputs("t", {"r1": replaced}) == 1
+        await store.save_checkpoint("r1", 2, _checkpoint(posted, "a reply"), seen=seen)
+        assert await store.nearest_checkpoint("r1", 2) is None
+        assert await raw_sql(store, "SELECT count(*) FROM checkpoints") == [(0,)]
+
+        again = await store.get_run("r1", input=False)
+        assert again.input_rewritten_at is not None and seen.input_rewritten_at is None
         data = _checkpoint(replaced, "a reply")
-        await store.save_checkpoint("r1", 2, data, seen=seen)
+        await store.save_checkpoint("r1", 2, data, seen=again)
         from_input, _size, tree = await _kept_as(store, "r1")
         assert not from_input and tree
         assert await store.nearest_checkpoint("r1", 2) == (2, data)
         assert (await store.get_run("r1")).input == replaced
+    finally:
+        await store.close()
+
+
+async def test_a_run_purged_and_posted_again_is_kept_against_its_own_input(
+    spec_url: str,
+) -> None:
+    """Run ``r1`` is purged, by this store or another, and posted again under its id with
+    another input. A fold of the first ``r1`` saving after that is turned away (another
+    run); one of the second keeps its checkpoint against the second's input, never the
+    first's (which this store may still hold in memory), and it reads back as made."""
+    store = await open_store(spec_url, migrate=True, checkpoint_deltas=True)
+    try:
+        first = _posted("r1", 40)
+        stale = await _closed(store, "r1", first)
+        selection = PurgeSelection(thread_ids=("t",))
+        if shared_database(spec_url):
+            other = await open_store(spec_url)
+            try:
+                await other.purge(selection, actor="cli", reason="erasure")
+            finally:
+                await other.close()
+        else:
+            await store.purge(selection, actor="cli", reason="erasure")
+        user = {"id": "m0", "role": "user", "content": "hello"}
+        second = orjson.dumps({"runId": "r1", "state": {}, "messages": [user]})
+        # Small: kept whole, and not held in memory as a base for later deltas.
+        seen = await _closed(store, "r1", second)
+        assert seen.created_at != stale.created_at
+        await store.save_checkpoint("r1", 2, _checkpoint(first, "old"), seen=stale)
+        assert await store.nearest_checkpoint("r1", 2) is None
+        data = _checkpoint(second, "a reply " * 40)
+        await store.save_checkpoint("r1", 2, data, seen=seen)
+        assert await store.nearest_checkpoint("r1", 2) == (2, data)
+        _run, found = await store.run_checkpoint("r1")
+        assert found == (2, data)
     finally:
         await store.close()
 

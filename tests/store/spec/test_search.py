@@ -373,6 +373,33 @@ async def test_an_index_of_what_a_rewrite_replaced_is_not_written_after_it(
     assert await hits(store, "redacted") == [("r1", "message", 1)]
 
 
+async def test_an_index_of_an_input_a_redaction_replaced_is_not_written_after_it(
+    store: EventStore,
+) -> None:
+    """The indexer read a run's posted input before a redaction rewrote it
+    (``EventStore.rewrite_inputs``) and writes its documents after it: the store turns them
+    away (the input is no longer the one read), and the run is indexed again from the
+    rewritten input."""
+    user = {"id": "u1", "role": "user", "content": "mail bob@example.com please"}
+    await record(store, "r1", "t1", said("m1", "done"), messages=(user,))
+    replaced = (await store.get_run("r1")).input or b""
+    replaced = replaced.replace(b"bob@example.com", b"[REDACTED:email]")
+    index_run = store.index_run
+
+    async def overtaken(run_id: str, *args: Any, **kwargs: Any) -> int:
+        assert await store.rewrite_inputs("t1", {"r1": replaced}) == 1
+        store.index_run = index_run  # type: ignore[method-assign]
+        return await index_run(run_id, *args, **kwargs)
+
+    store.index_run = overtaken  # type: ignore[method-assign]
+    assert await Indexer(store).index_run("r1") == 0
+    assert await hits(store, "bob example") == []
+    assert await store.runs_to_index(10) == ["r1"]
+    assert await Indexer(store).index_pending() == 1
+    assert await hits(store, "bob example") == []
+    assert await hits(store, "mail please")
+
+
 async def test_an_index_of_a_run_purged_meanwhile_is_not_written(store: EventStore) -> None:
     """Before, the documents of a thread purged (erased) while the indexer read it were
     written after the purge, and stayed searchable."""
