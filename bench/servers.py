@@ -52,6 +52,10 @@ class Server:
     log: Path
 
 
+_PORT_TRIES = 3
+_PORT_TAKEN = "address already in use"
+
+
 class ServerPool:
     """Starts servers on demand; ``close()`` terminates every one of them."""
 
@@ -61,9 +65,26 @@ class ServerPool:
 
     async def start(self, specs: dict[str, list[str]], timeout: float = 60.0) -> dict[str, str]:
         """Start ``{name: [kind, args...]}`` together; their base URLs once all answer."""
-        started = [self._spawn(name, args) for name, args in specs.items()]
-        await asyncio.gather(*(self._ready(server, timeout) for server in started))
+        started = await asyncio.gather(
+            *(self._start(name, args, timeout) for name, args in specs.items())
+        )
         return {server.name: server.url for server in started}
+
+    async def _start(self, name: str, args: list[str], timeout: float) -> Server:
+        # The port is free when chosen, but a server takes about a second to bind it, and
+        # meanwhile any connection made on this machine may get it as its own local port:
+        # a server that finds its port taken is started again on another.
+        for attempt in range(_PORT_TRIES):
+            server = self._spawn(name, args)
+            try:
+                await self._ready(server, timeout)
+                return server
+            except RuntimeError:
+                taken = _PORT_TAKEN in server.log.read_text(errors="replace")
+                if not taken or attempt == _PORT_TRIES - 1:
+                    raise
+                await self.stop(name)
+        raise AssertionError("unreachable")
 
     def url(self, name: str) -> str | None:
         server = self.servers.get(name)

@@ -1,16 +1,22 @@
 """The benchmarks still run: ``python -m bench --quick`` exits 0 with a row per benchmark.
 
 A benchmark is not a test: nothing here looks at a figure, only that every benchmark ran
-and printed its row.
+and printed its row (and that its servers start).
 """
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
 from pathlib import Path
 
+import httpx
+import pytest
+
+from bench import servers
 from bench.__main__ import BENCHMARKS
+from recorder.cli.serve import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -28,3 +34,22 @@ def test_quick_benchmarks_run_and_print_every_row() -> None:
     for name in BENCHMARKS:
         assert any(row.startswith(f"| {name}: ") for row in rows), (name, done.stdout)
     assert not any(row.rstrip(" |").endswith("ERROR") for row in rows), done.stdout
+
+
+async def test_a_bench_server_whose_port_was_taken_starts_on_another(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Between choosing a free port and binding it, a server process gives the rest of the
+    machine about a second to take it: the pool then starts it again on another port."""
+    taken = socket.create_server(("127.0.0.1", 0))
+    ports = [taken.getsockname()[1]]
+    monkeypatch.setattr(servers, "free_port", lambda: ports.pop() if ports else free_port())
+    pool = servers.ServerPool(tmp_path)
+    try:
+        urls = await pool.start({"upstream": ["upstream", "--events", "3"]})
+        assert not urls["upstream"].endswith(f":{taken.getsockname()[1]}")
+        async with httpx.AsyncClient(trust_env=False) as client:
+            assert (await client.get(urls["upstream"] + "/healthz")).status_code == 200
+    finally:
+        await pool.close()
+        taken.close()
