@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import random
 import socket
 
 import uvicorn
@@ -25,10 +26,38 @@ from recorder.telemetry.logs import configure as configure_logging
 
 
 def free_port(host: str = "127.0.0.1") -> int:
+    """A port nothing is bound to now, for a server about to bind it. Chosen below the range
+    the system gives connections their local ports from (Linux: ``ip_local_port_range``),
+    where no connection made before the server binds it can take it; the system's own
+    choice where that range leaves no room below it."""
+    start = _connections_start()
+    if start - _BELOW >= 1024:
+        candidates = range(start - _BELOW, start)
+        for port in random.sample(candidates, min(_TRIES, len(candidates))):
+            with socket.socket() as sock:
+                try:
+                    sock.bind((host, port))
+                except OSError:
+                    continue
+                return port
     with socket.socket() as sock:
         sock.bind((host, 0))
-        port: int = sock.getsockname()[1]
-        return port
+        chosen: int = sock.getsockname()[1]
+        return chosen
+
+
+_BELOW = 8192  # ports below the connections' range chosen from
+_TRIES = 32
+
+
+def _connections_start() -> int:
+    """The first port of the range the system takes connections' local ports from (0 where
+    it does not say)."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as found:
+            return int(found.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 0
 
 
 def listen(host: str, port: int) -> socket.socket:
