@@ -24,6 +24,9 @@ from recorder.proxy.journaled import recover
 from recorder.store import EventStore, open_store
 from recorder.telemetry.logs import configure as configure_logging
 
+_BELOW = 8192  # ports below the connections' range chosen from
+_TRIES = 32
+
 
 def free_port(host: str = "127.0.0.1") -> int:
     """A port nothing is bound to now, for a server about to bind it. Chosen below the range
@@ -44,10 +47,6 @@ def free_port(host: str = "127.0.0.1") -> int:
         sock.bind((host, 0))
         chosen: int = sock.getsockname()[1]
         return chosen
-
-
-_BELOW = 8192  # ports below the connections' range chosen from
-_TRIES = 32
 
 
 def _connections_start() -> int:

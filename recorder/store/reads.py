@@ -35,15 +35,21 @@ _RUN_COLUMNS = (
     "r.run_id, r.thread_id, r.agent, r.status, {input}, r.parent_run_id, r.parent_seq, "
     "r.parent_inferred, r.origin, r.outcome, r.error, r.violations, r.event_count, "
     "r.created_at, r.finished_at, r.heartbeat_at, r.owner, {root}, {base}, r.head, "
-    + INPUT_REWRITTEN_AT
+    "{rewritten}"
 )
+_WITH_INPUT = {
+    "input": "i.input",
+    "root": "i.root",
+    "base": "i.base",
+    "rewritten": "i.rewritten_at",
+}
+# Without the input's row joined, when it was rewritten is looked up on its own.
+_NO_INPUT = {"input": "NULL", "root": "NULL", "base": "NULL", "rewritten": INPUT_REWRITTEN_AT}
 RUNS = (
-    f"SELECT {_RUN_COLUMNS.format(input='i.input', root='i.root', base='i.base')} "
+    f"SELECT {_RUN_COLUMNS.format(**_WITH_INPUT)} "
     "FROM runs r LEFT JOIN run_inputs i ON i.run_id = r.run_id"
 )
-RUNS_WITHOUT_INPUT = (
-    f"SELECT {_RUN_COLUMNS.format(input='NULL', root='NULL', base='NULL')} FROM runs r"
-)
+RUNS_WITHOUT_INPUT = f"SELECT {_RUN_COLUMNS.format(**_NO_INPUT)} FROM runs r"
 RUN = Fetch(f"{RUNS} WHERE r.run_id = ?")
 _OF_THREAD = " WHERE r.thread_id = ? ORDER BY r.created_at, r.run_id"
 RUNS_OF_THREAD = Fetch(RUNS_WITHOUT_INPUT + _OF_THREAD)
@@ -73,8 +79,7 @@ RUN_WITHOUT_INPUT = Fetch(f"{RUNS_WITHOUT_INPUT} WHERE r.run_id = ?")
 # seq (taken as its last event when past it): the state at a run's boundary in one query.
 _RUN_WIDTH = _RUN_COLUMNS.count(",") + 1  # the checkpoint's columns come after the run's
 RUN_CHECKPOINT = Fetch(
-    f"SELECT {_RUN_COLUMNS.format(input='NULL', root='NULL', base='NULL')}, "
-    "c.seq, c.data, c.root, c.from_input "
+    f"SELECT {_RUN_COLUMNS.format(**_NO_INPUT)}, c.seq, c.data, c.root, c.from_input "
     "FROM runs r LEFT JOIN checkpoints c ON c.run_id = r.run_id AND c.seq = ("
     "SELECT k.seq FROM checkpoints k WHERE k.run_id = r.run_id AND k.seq <= "
     "CASE WHEN ? < r.event_count THEN ? ELSE r.event_count - 1 END "

@@ -327,10 +327,7 @@ class SqlStore:
         # The input as this store wrote it, if that run is the one ``seen`` is (not one
         # purged since and posted again under its id); the save checks the rest.
         recent = self._recent.latest(seen.thread_id)
-        if recent is not None and (recent.run_id, recent.created_at) == (
-            run_id,
-            seen.created_at,
-        ):
+        if recent is not None and recent.run_id == run_id and recent.created_at == seen.created_at:
             posted: bytes | None = recent.data
         else:
             try:
