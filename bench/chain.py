@@ -27,13 +27,13 @@ _CONSTANT = b"\x00" * 32
 # SHA-256's stand-in while hashing is off: called as ``sha256(data).digest()``, it gives
 # the constant, and both calls are C (``getattr(holder, "hashed", data)`` ignores ``data``).
 _HASHED = types.SimpleNamespace(digest=_CONSTANT.__bytes__)
-_no_hashing = functools.partial(getattr, types.SimpleNamespace(hashed=_HASHED), "hashed")
+no_hashing = functools.partial(getattr, types.SimpleNamespace(hashed=_HASHED), "hashed")
 
 
 @contextlib.contextmanager
 def hashing_off() -> Iterator[None]:
     real = writes.chain.sha256
-    writes.chain.sha256 = _no_hashing  # type: ignore[assignment]
+    writes.chain.sha256 = no_hashing  # type: ignore[assignment]
     try:
         yield
     finally:

@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 
 from bench.client import StreamError, new_client, read_stream, run_input, settled
-from bench.context import Context
+from bench.context import Context, store_url
 from bench.report import Row, at_least, at_most
 
 
@@ -21,12 +21,14 @@ async def run(ctx: Context) -> list[Row]:
     urls = dict(await ctx.http_servers())
     anchors, skipped = await ctx.anchors()
     urls |= anchors
+    urls |= await _what_if(ctx, urls["upstream"])
     expected = ctx.plan.proxy_events
     targets = {
         "direct": urls["upstream"] + "/events",
         "bare": urls["bare"] + "/agents/up",
         "commit": urls["commit"] + "/agents/up",
         "buffered": urls["buffered"] + "/agents/up",
+        "lite": urls["lite"] + "/agents/up",
     }
     targets |= {name: url + "/agents/up" for name, url in anchors.items()}
     paths = tuple(path for path in targets if path != "pg2")
@@ -37,7 +39,7 @@ async def run(ctx: Context) -> list[Row]:
         # (every request still has its read timeout).
         client.timeout = httpx.Timeout(120.0, connect=10.0, pool=None)
 
-        recorders = [path for path in ("commit", "buffered", "pg", "pg2") if urls.get(path)]
+        recorders = [path for path in ("commit", "buffered", "lite", "pg", "pg2") if urls.get(path)]
         pooled = {"pg": "commit-pg", "pg2": "commit-pg2"}  # the server pool's names
 
         async def idle(path: str, timeout: float = 30.0) -> None:
@@ -168,6 +170,14 @@ async def run(ctx: Context) -> list[Row]:
     return [*throughput, *_anchored(rates, totals, skipped, many), *memory]
 
 
+async def _what_if(ctx: Context, upstream: str) -> dict[str, str]:
+    """A recorder (SQLite, commit) without the hash chain's SHA-256 and the stream check
+    (``bench.serve --without``): what those two cost the hop, beside nginx."""
+    path = str(ctx.workdir / "proxy-lite.db")
+    spec = ["recorder", "--db", store_url(path), "--agent", f"up={upstream}/events"]
+    return await ctx.pool.start({"lite": [*spec, "--without", "chain", "--without", "check"]})
+
+
 def _anchored(
     rates: dict[str, list[float]], totals: dict[str, float], skipped: dict[str, str], many: int
 ) -> list[Row]:
@@ -193,6 +203,14 @@ def _anchored(
     return [
         row("recorder (SQLite, commit) vs nginx", "commit", "nginx", 0.5, each),
         row("recorder (PostgreSQL, commit) vs nginx", "pg", "nginx", 0.4, each),
+        row(
+            "what-if: recorder (SQLite) without the chain's SHA-256 and the stream check "
+            "vs nginx (context)",
+            "lite",
+            "nginx",
+            None,
+            each,
+        ),
         row("nginx vs direct (context)", "nginx", "direct", None, each),
         row(f"{many} streams at once, recorder (SQLite) vs nginx", "commit", "nginx", None, total),
         row(f"{many} streams at once, recorder (PostgreSQL) vs nginx", "pg", "nginx", None, total),

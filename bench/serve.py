@@ -4,7 +4,7 @@
     python -m bench.serve bare --port P --agent NAME=URL ...
     python -m bench.serve recorder --port P --db URL --agent NAME=URL ... [--durability D]
                                    [--no-metrics] [--no-journal] [--store-deadline S]
-                                   [--redaction]
+                                   [--redaction] [--without chain] [--without check]
     python -m bench.serve inprocess --port P --db URL [--events N --seed S]
 
 All of them run with the same uvicorn settings (loop and http "auto": uvloop and httptools
@@ -18,7 +18,9 @@ when installed, no access log) on 127.0.0.1 only.
 - ``recorder``: the project's app, ``create_app(Settings(...))``; ``--no-journal`` turns the
   journal off, ``--store-deadline`` sets its deadline; ``--no-metrics`` turns
   its Prometheus metrics off (they are on by default); ``--redaction`` turns the built-in
-  redaction rules on (off by default).
+  redaction rules on (off by default). ``--without chain`` / ``--without check`` leave the
+  hash chain's SHA-256 / the stream check out of each event's path: a what-if that shows
+  what they cost the hop, never a recorder to keep a log with.
 - ``inprocess``: the ``upstream`` app itself, recorded in its own process by
   ``recorder.asgi.RecordingMiddleware`` (agents ``up`` at ``/events``, ``small`` at
   ``/small``): the same endpoints, recorded with no hop.
@@ -145,6 +147,26 @@ def recorder_app(args: argparse.Namespace, agents: dict[str, str]) -> Any:
     return create_app(settings)
 
 
+def _chain_off() -> None:
+    """SHA-256 of the hash chain replaced by a constant (as the ``chain`` benchmark does):
+    the log written fails verification."""
+    from bench.chain import no_hashing
+    from recorder.store import chain
+
+    chain.sha256 = no_hashing
+
+
+def _check_off() -> None:
+    """The per-run stream check (the lifecycle rules) skipped: no violation is noted."""
+    from recorder.proxy.segments import Segment
+
+    Segment._check = lambda self, frame: None  # type: ignore[method-assign]
+
+
+# What the proxy benchmark's what-if recorder leaves out of each event's path.
+WITHOUT: dict[str, Callable[[], None]] = {"chain": _chain_off, "check": _check_off}
+
+
 def inprocess_app(args: argparse.Namespace) -> Any:
     from recorder.asgi import RecordingMiddleware
     from recorder.config import Settings
@@ -171,7 +193,16 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--store-deadline", type=float, default=2.0)
     parser.add_argument("--no-search-index", action="store_true")
     parser.add_argument("--redaction", action="store_true", help="the built-in redaction rules")
+    parser.add_argument(
+        "--without",
+        action="append",
+        default=[],
+        choices=list(WITHOUT),
+        help="a what-if of the hop's (never a recorder to use): this per-event work left out",
+    )
     args = parser.parse_args(argv)
+    for part in args.without:
+        WITHOUT[part]()
     agents = dict(spec.split("=", 1) for spec in args.agent)
     if args.kind == "upstream":
         app: Any = upstream_app(args.events, args.seed)

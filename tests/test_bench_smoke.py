@@ -53,3 +53,26 @@ async def test_a_bench_server_whose_port_was_taken_starts_on_another(
     finally:
         await pool.close()
         taken.close()
+
+
+def test_the_what_if_recorder_leaves_out_what_it_says(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``bench.serve recorder --without chain --without check``: the hop's what-if row is
+    only worth reading if the hashing and the check are really gone from the event's path
+    (and the real ones are put back here after the test)."""
+    from bench.serve import WITHOUT
+    from recorder.proxy.segments import Segment, Summary
+    from recorder.store import chain
+
+    monkeypatch.setattr(chain, "sha256", chain.sha256)
+    monkeypatch.setattr(Segment, "_check", Segment._check)
+    broken = b'{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"no start"}'
+    checked = Segment("r", "t")
+    checked.observe(broken, Summary([]))
+    assert checked.problems  # a content without its start breaks a lifecycle rule
+
+    WITHOUT["chain"]()
+    WITHOUT["check"]()
+    assert chain.sha256(b"anything").digest() == bytes(32)
+    unchecked = Segment("r", "t")
+    unchecked.observe(broken, Summary([]))
+    assert unchecked.problems == []
