@@ -82,6 +82,10 @@ FIRST_WAIT = 0.05  # seconds the first events are awaited on the request's own t
 # A batch this large commits in a task of its own while the next is observed: the stream
 # outpaces the recording (a token stream's batches hold an event or two, and pay no task).
 _OVERLAP_FROM = 32
+# Frames observed between two turns given back to the loop: the batch in flight goes on
+# (to the database, then to the client) while the next one is observed, not after it, and
+# the other streams and requests wait a fraction of a millisecond at most.
+_TURN_EVERY = 64
 
 
 class Phase(enum.Enum):
@@ -270,7 +274,7 @@ class RunRecording:
         segment = runs.current
         part = _Part(segment, segment.next_seq)
         parts = self._unsent = [part]
-        for data in frames:
+        for n, data in enumerate(frames, 1):
             if segment.phase is not SegmentPhase.OPEN and b"RUN_STARTED" in data:
                 segment = await runs.next_run(data)
             if part.segment is not segment:
@@ -286,12 +290,15 @@ class RunRecording:
             part.events.append(segment.observe(data, summary))
             part.datas.append(data)
             segment.next_seq += 1
+            if not n % _TURN_EVERY:
+                await asyncio.sleep(0)
         if not await self._settle():
             return False  # the store failed: nothing more is committed
         close = await self._last_of(segment) if streaming else None
         self._unsent = None
         if streaming and (len(frames) >= _OVERLAP_FROM or self._reader.waiting()):
             self._inflight = asyncio.create_task(self._commit_and_forward(parts, close))
+            await asyncio.sleep(0)  # its commit starts now, while the next batch is observed
             return True
         return await self._commit_and_forward(parts, close)
 
