@@ -1,8 +1,9 @@
-"""A recording's ends that no client can cause: a shutdown at its first step, or while closing.
+"""A recording's ends that no client can cause, and how its commits overlap its reading.
 
-However a recording task is cancelled, the client's stream must end and the run's slot
-must come back (once). Driven through ``Proxy`` directly, against the real demo agent and
-a real store.
+However a recording task is cancelled (a shutdown at its first step, or while closing), the
+client's stream must end and the run's slot must come back (once). While a large batch
+commits, the next one is observed. Driven through ``Proxy`` directly, against real
+upstreams and a real store.
 """
 
 from __future__ import annotations
