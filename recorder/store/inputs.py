@@ -65,12 +65,14 @@ class Chunk:
 
 @dataclass(frozen=True, slots=True)
 class InputTree:
-    """An input cut into chunks: its root and every chunk by hash (each listed once), and
-    the leaves ``pack`` compressed, by hash."""
+    """An input cut into chunks: its root and every chunk by hash (each listed once), the
+    leaves ``pack`` compressed, by hash, and the leaves in order (a later ``build`` of
+    bytes that begin alike takes those it shares from them)."""
 
     root: bytes
     chunks: dict[bytes, Chunk]
     packed: dict[bytes, bytes] = field(default_factory=dict)
+    leaves: list[Chunk] = field(default_factory=list)
 
     def row(self, key: bytes) -> tuple[bytes, int, bytes]:
         """The chunk's row as it is kept: ``(hash, level, data)``."""
@@ -85,7 +87,9 @@ def pack(tree: InputTree, known: Callable[[bytes], object] | None = None) -> Inp
     """``tree`` with its leaves compressed where that pays, but those ``known`` finds (a
     chunk stored already is not inserted again: compressing it would be wasted)."""
     for key, chunk in tree.chunks.items():
-        if chunk.level or len(chunk.data) < _PACK_FROM or (known and known(key) is not None):
+        if chunk.level or len(chunk.data) < _PACK_FROM or key in tree.packed:
+            continue
+        if known and known(key) is not None:
             continue
         packed = zlib.compress(chunk.data, 1)
         if len(packed) <= len(chunk.data) * _PACK_GAIN:
@@ -106,30 +110,87 @@ def _hash(level: int, data: bytes) -> bytes:
 
 def leaves(data: bytes) -> list[bytes]:
     """``data`` cut at content-defined points (joined back, the exact bytes)."""
-    parts: list[bytes] = []
-    start = 0
-    for match in _CANDIDATE.finditer(data):
-        end = match.end()
-        if (
-            zlib.crc32(data[max(0, end - _WINDOW) : end]) & _CUT_MASK == 0
-            or end - start >= _LONGEST
-        ):
-            parts.append(data[start:end])
-            start = end
+    return [part if isinstance(part, bytes) else part.data for part in _cut(data, ())]
+
+
+_KEY = 16  # the first bytes of a leaf, by which a leaf taken again is looked for
+
+
+def _cut(data: bytes, after: list[Chunk] | tuple[()]) -> list[bytes | Chunk]:
+    """``data`` cut as ``leaves`` cuts it; where it holds leaves of ``after`` (the leaves of
+    earlier bytes, in order) at the same cuts, those leaves themselves.
+
+    Whether a candidate is a cut depends on the ``_WINDOW`` bytes before it and on where
+    the cut before it fell. So a leaf of ``after`` (not its last: that one ended with its
+    bytes, not at a cut) found again right after a cut here, with the same window of bytes
+    before it, would be cut again exactly as it was: it is taken as it is, and so is each
+    of the leaves after it that follows here too. Bytes that begin like ``after`` take its
+    leaves from the first; bytes that changed in a stretch (a run's next checkpoint: the
+    end of its messages, of their index, the state) are cut there and take ``after``'s
+    leaves again from the first cut past the change that finds one.
+    """
+    known = after[:-1]
+    starts: dict[bytes, int] = {}
+    for j in range(len(known) - 1, 0, -1):  # (the first leaf with those bytes wins)
+        if len(known[j - 1].data) >= _WINDOW:
+            starts[known[j].data[:_KEY]] = j
+    parts: list[bytes | Chunk] = []
+    start = j = 0
+    search = _CANDIDATE.search
+    while True:
+        for leaf in known[j:]:
+            if not data.startswith(leaf.data, start):
+                break
+            parts.append(leaf)
+            start += len(leaf.data)
+        j = len(known)  # (until a cut finds a leaf to take again)
+        pos = start
+        while (match := search(data, pos)) is not None:
+            pos = match.end()
+            if (
+                zlib.crc32(data[max(0, pos - _WINDOW) : pos]) & _CUT_MASK == 0
+                or pos - start >= _LONGEST
+            ):
+                parts.append(data[start:pos])
+                start = pos
+                found = starts.get(data[start : start + _KEY])
+                if (
+                    found is not None
+                    and start >= _WINDOW
+                    and data.startswith(known[found - 1].data[-_WINDOW:], start - _WINDOW)
+                    and data.startswith(known[found].data, start)
+                ):
+                    j = found
+                    break
+        else:
+            break
     if start < len(data) or not parts:
         parts.append(data[start:])
     return parts
 
 
-def build(data: bytes) -> InputTree:
-    """The tree of ``data``: leaves of its bytes, nodes of hashes, one root."""
+def build(data: bytes, after: InputTree | None = None) -> InputTree:
+    """The tree of ``data``: leaves of its bytes, nodes of hashes, one root.
+
+    ``after``: the tree of earlier bytes much like ``data`` (a run's previous checkpoint:
+    the same messages, more at their end). Its leaves that ``data`` holds at the same
+    cuts are taken as they are, hashed and compressed already (``_cut``): the tree is the
+    very one ``build(data)`` makes, and a checkpoint every few hundred events of a long
+    run costs what changed since the one before, not the whole run again."""
     chunks: dict[bytes, Chunk] = {}
+    packed: dict[bytes, bytes] = {}
+    ordered: list[Chunk] = []
+    for part in _cut(data, after.leaves if after is not None else ()):
+        if isinstance(part, bytes):
+            key = _hash(0, part)
+            leaf = chunks.setdefault(key, Chunk(key, 0, part))
+        else:
+            leaf = chunks.setdefault(part.hash, part)
+            if after is not None and part.hash in after.packed:
+                packed[part.hash] = after.packed[part.hash]
+        ordered.append(leaf)
     level = 0
-    hashes: list[bytes] = []
-    for part in leaves(data):
-        key = _hash(0, part)
-        chunks.setdefault(key, Chunk(key, 0, part))
-        hashes.append(key)
+    hashes = [leaf.hash for leaf in ordered]
     while len(hashes) > 1:
         level += 1
         groups: list[bytes] = []
@@ -144,7 +205,7 @@ def build(data: bytes) -> InputTree:
         if len(groups) == len(hashes):  # no child ended a node: take them all in one
             groups = [_node(level, hashes, chunks)]
         hashes = groups
-    return InputTree(hashes[0], chunks)
+    return InputTree(hashes[0], chunks, packed, ordered)
 
 
 def _node(level: int, children: list[bytes], chunks: dict[bytes, Chunk]) -> bytes:
@@ -211,6 +272,26 @@ class ChunkCache:
             self._chunks = {}
             self._joined = {}
             self._size = 0
+
+
+class LastTrees:
+    """The tree built last under each of a few keys (a run's latest checkpoint), for the
+    next ``build`` under that key to start from. Bounded: a new key drops the oldest.
+    Nothing here can be stale: a tree holds the true hashes of its bytes whatever the
+    database did since; it only spares cutting and hashing them again."""
+
+    def __init__(self, size: int = 4) -> None:
+        self._trees: dict[str, InputTree] = {}
+        self._size = size
+
+    def get(self, key: str) -> InputTree | None:
+        return self._trees.get(key)
+
+    def put(self, key: str, tree: InputTree) -> None:
+        self._trees.pop(key, None)
+        self._trees[key] = tree
+        while len(self._trees) > self._size:
+            del self._trees[next(iter(self._trees))]
 
 
 def batches(items: Iterable[bytes], size: int = 500) -> list[list[bytes]]:

@@ -45,7 +45,14 @@ from recorder.store import (
 )
 from recorder.store.calls import HeadCache
 from recorder.store.errors import Failure, store_errors
-from recorder.store.inputs import INLINE_BELOW, ChunkCache, Recent, RecentInputs, delta
+from recorder.store.inputs import (
+    INLINE_BELOW,
+    ChunkCache,
+    LastTrees,
+    Recent,
+    RecentInputs,
+    delta,
+)
 from recorder.store.model import (
     TERMINAL,
     Action,
@@ -132,6 +139,7 @@ class SqlStore:
         self._listening = False
         self._chunks = ChunkCache()
         self._recent = RecentInputs()
+        self._checkpoint_trees = LastTrees()
         self._heads = HeadCache()
 
     @property
@@ -301,8 +309,12 @@ class SqlStore:
                 len(changes),
             )
             return
-        tree = writes.input_tree(data, self._chunks.get)
+        # The run's checkpoint before this one holds the same messages, and more come at
+        # their end: what they share is not cut and hashed again.
+        tree = writes.input_tree(data, self._chunks.get, self._checkpoint_trees.get(run_id))
         size = 0 if tree is not None else len(data)
+        if tree is not None:
+            self._checkpoint_trees.put(run_id, tree)
         saved = await self._write(
             lambda: writes.save_checkpoint(run_id, seq, data, tree, dialect, seen), 0, size
         )

@@ -125,15 +125,18 @@ FRESH_FOR = 1.0
 
 
 def input_tree(
-    posted: bytes | None, known: Callable[[bytes], object] | None = None
+    posted: bytes | None,
+    known: Callable[[bytes], object] | None = None,
+    after: InputTree | None = None,
 ) -> InputTree | None:
     """How ``create_run`` keeps ``posted`` when not as a delta: None when whole (absent or
     small), else its tree of chunks (``recorder.store.inputs``), its leaves but those
-    ``known`` finds compressed. Made once per run, outside the body, so a transaction that
-    starts over does not cut the input again."""
+    ``known`` finds compressed (``after``: a tree of bytes it may begin like, whose leaves
+    it shares are taken as they are). Made once per run, outside the body, so a
+    transaction that starts over does not cut the input again."""
     if posted is None or len(posted) < INLINE_BELOW:
         return None
-    return pack(build(posted), known)
+    return pack(build(posted, after), known)
 
 
 def whole_or_tree(data: bytes) -> tuple[bytes | None, InputTree | None]:

@@ -30,6 +30,7 @@ from recorder.store.inputs import (
     delta,
     leaves,
     operations,
+    pack,
     patch,
     reassemble,
 )
@@ -285,6 +286,63 @@ def test_a_delta_rebuilds_any_bytes_from_any_base(
             changes = delta(base, data, moves=moves)
             if changes is not None:
                 assert patch(base, changes) == data
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    seed=st.integers(0, 2**32),
+    size=st.integers(0, 3000),
+    raw=st.tuples(st.binary(max_size=2000), st.binary(max_size=2000)),
+)
+def test_a_tree_built_after_another_is_the_tree_built_alone(
+    seed: int, size: int, raw: tuple[bytes, bytes]
+) -> None:
+    """Taking the leaves an earlier tree shares changes nothing: same cuts, same root, same
+    chunks, the same leaves compressed."""
+    for base, data in (_related(seed, size), raw, (raw[0], raw[0] + raw[1])):
+        alone = pack(build(data))
+        after = pack(build(data, pack(build(base))))
+        assert after.root == alone.root
+        assert [leaf.hash for leaf in after.leaves] == [leaf.hash for leaf in alone.leaves]
+        assert set(after.chunks) == set(alone.chunks)
+        assert after.packed == alone.packed
+        assert reassemble(after.root, after.chunks) == data
+
+
+def _checkpoint_like(messages: int, state: int) -> bytes:
+    """Bytes laid out as a checkpoint is: messages, their index, the rest."""
+    rng = random.Random(5)
+    words = ["alpha", "beta", "gamma", "delta", "river", "stone", "cloud", "seven"]
+    listed = [
+        {"id": f"m{i}", "role": "assistant", "content": " ".join(rng.choices(words, k=40))}
+        for i in range(messages)
+    ]
+    index = [{"o": i * 300, "id": f"m{i}"} for i in range(messages)]
+    rest = {"version": 3, "state": {"turn": state, "todos": [f"t{n}" for n in range(30)]}}
+    return b"\n".join(map(orjson.dumps, (listed, index, rest)))
+
+
+def test_the_next_checkpoint_cuts_and_hashes_only_what_changed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A checkpoint of the same run a few messages on shares its messages and their index
+    with the one before: built after it, only the leaves around the changes are hashed
+    (the messages' end, the index's end, the rest), not the thousands it shares."""
+    hashed: list[int] = []
+    real = inputs._hash
+    monkeypatch.setattr(
+        inputs, "_hash", lambda level, data: hashed.append(level) or real(level, data)
+    )
+    before = build(_checkpoint_like(3000, 1))
+    grown = _checkpoint_like(3003, 2)
+    hashed.clear()
+    alone = build(grown)
+    leaves_alone = hashed.count(0)
+    hashed.clear()
+    after = build(grown, before)
+    assert after.root == alone.root
+    assert leaves_alone > 1000
+    assert hashed.count(0) <= 10
 
 
 def test_a_delta_with_moves_copies_what_moved() -> None:
