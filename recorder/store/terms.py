@@ -71,7 +71,15 @@ def tokens(text: str) -> list[tuple[str, int, int]]:
     return found
 
 
+_ASCII_WORD = re.compile("[a-z0-9]+")
+
+
 def words(text: str) -> list[str]:
+    """The words of ``text``, as ``tokens`` has them. ASCII text (most of it) takes a
+    short way to the same words: runs of letters and digits, lower-cased; no character of
+    it is CJK or a symbol outside ASCII, and none folds to anything else."""
+    if text.isascii():
+        return [word[:MAX_TOKEN_CHARS] for word in _ASCII_WORD.findall(text.lower())]
     return [word for word, _start, _end in tokens(text)]
 
 

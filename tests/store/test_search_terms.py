@@ -60,3 +60,14 @@ async def test_no_query_is_a_database_error(store: EventStore, query: str, synta
         await store.search(SearchFilter(text=query, syntax=syntax))
     except InputError:
         assert syntax or len(terms.words(query)) > terms.MAX_QUERY_WORDS
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    text=st.text(st.characters(max_codepoint=127), max_size=300)
+    | st.lists(st.sampled_from(["Word", "x" * 120, "_", "a_b", "3.14", " ", "\n", "-"])).map(
+        "".join
+    )
+)
+def test_ascii_text_takes_a_short_way_to_the_same_words(text: str) -> None:
+    assert terms.words(text) == [word for word, _start, _end in terms.tokens(text)]
