@@ -275,7 +275,7 @@ class ChunkCache:
 
 
 class LastTrees:
-    """The tree built last under each of a few keys (a run's latest checkpoint), for the
+    """The tree built last under each of a few keys (a thread's latest checkpoint), for the
     next ``build`` under that key to start from. Bounded: a new key drops the oldest.
     Nothing here can be stale: a tree holds the true hashes of its bytes whatever the
     database did since; it only spares cutting and hashing them again."""

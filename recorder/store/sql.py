@@ -309,12 +309,14 @@ class SqlStore:
                 len(changes),
             )
             return
-        # The run's checkpoint before this one holds the same messages, and more come at
-        # their end: what they share is not cut and hashed again.
-        tree = writes.input_tree(data, self._chunks.get, self._checkpoint_trees.get(run_id))
+        # The checkpoint written before this one in its thread (the run's previous one, or
+        # its parent's last) holds the same messages, and more come at their end: what
+        # they share is not cut and hashed again.
+        thread = seen.thread_id if seen is not None else run_id
+        tree = writes.input_tree(data, self._chunks.get, self._checkpoint_trees.get(thread))
         size = 0 if tree is not None else len(data)
         if tree is not None:
-            self._checkpoint_trees.put(run_id, tree)
+            self._checkpoint_trees.put(thread, tree)
         saved = await self._write(
             lambda: writes.save_checkpoint(run_id, seq, data, tree, dialect, seen), 0, size
         )
