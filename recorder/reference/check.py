@@ -55,7 +55,14 @@ class StreamCheck(Inbound):
         self.violations: list[Violation] = []
 
     def feed(self, frame: Frame) -> Violation | None:  # type: ignore[override]
-        message = _plain_delta(frame)
+        # A plain text delta: parsed already, holding exactly ``type``, ``messageId`` and
+        # ``delta``, both strings. (Inline: this runs once per streamed token.)
+        if type(frame) is dict and len(frame) == 3 and frame.get("type") == _DELTA:
+            message = frame.get("messageId")
+            if type(message) is not str or type(frame.get("delta")) is not str:
+                message = None
+        else:
+            message = None
         if message is not None and message == self._streaming:
             self._frame = frame
             self._frames += 1
@@ -139,15 +146,6 @@ _FUNCTION_NAMES: Final = frozenset(
     for name, value in members.items()
     if type(value) is JSFunction
 )
-
-
-def _plain_delta(frame: Frame) -> str | None:
-    """The message id of a frame that is a plain text delta (parsed already, and holding
-    exactly ``type``, ``messageId`` and ``delta``, both strings); None for any other."""
-    if type(frame) is not dict or len(frame) != 3 or frame.get("type") != _DELTA:
-        return None
-    message = frame.get("messageId")
-    return message if type(message) is str and type(frame.get("delta")) is str else None
 
 
 def _exotic(patch: JSONValue) -> bool:
