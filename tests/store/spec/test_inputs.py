@@ -272,16 +272,19 @@ def _related(seed: int, size: int) -> tuple[bytes, bytes]:
     return first, bytes(second)
 
 
-@settings(max_examples=300, deadline=None)
-@given(
-    seed=st.integers(0, 2**32),
-    size=st.integers(0, 3000),
-    raw=st.tuples(st.binary(max_size=2000), st.binary(max_size=2000)),
+# Pairs of inputs: related as a parent's and its child's, any two, and one grown by another.
+PAIRS = st.builds(
+    lambda seed, size, raw: [_related(seed, size), raw, (raw[0], raw[0] + raw[1])],
+    st.integers(0, 2**32),
+    st.integers(0, 3000),
+    st.tuples(st.binary(max_size=2000), st.binary(max_size=2000)),
 )
-def test_a_delta_rebuilds_any_bytes_from_any_base(
-    seed: int, size: int, raw: tuple[bytes, bytes]
-) -> None:
-    for base, data in (_related(seed, size), raw, (raw[0], raw[0] + raw[1])):
+
+
+@settings(max_examples=300, deadline=None)
+@given(pairs=PAIRS)
+def test_a_delta_rebuilds_any_bytes_from_any_base(pairs: list[tuple[bytes, bytes]]) -> None:
+    for base, data in pairs:
         for moves in (False, True):
             changes = delta(base, data, moves=moves)
             if changes is not None:
@@ -289,17 +292,13 @@ def test_a_delta_rebuilds_any_bytes_from_any_base(
 
 
 @settings(max_examples=300, deadline=None)
-@given(
-    seed=st.integers(0, 2**32),
-    size=st.integers(0, 3000),
-    raw=st.tuples(st.binary(max_size=2000), st.binary(max_size=2000)),
-)
+@given(pairs=PAIRS)
 def test_a_tree_built_after_another_is_the_tree_built_alone(
-    seed: int, size: int, raw: tuple[bytes, bytes]
+    pairs: list[tuple[bytes, bytes]],
 ) -> None:
     """Taking the leaves an earlier tree shares changes nothing: same cuts, same root, same
     chunks, the same leaves compressed."""
-    for base, data in (_related(seed, size), raw, (raw[0], raw[0] + raw[1])):
+    for base, data in pairs:
         alone = pack(build(data))
         after = pack(build(data, pack(build(base))))
         assert after.root == alone.root
