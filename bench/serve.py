@@ -158,9 +158,9 @@ def _chain_off() -> None:
 
 def _check_off() -> None:
     """The per-run stream check (the lifecycle rules) skipped: no violation is noted."""
-    from recorder.proxy.segments import Segment
+    from recorder.reference.check import StreamCheck
 
-    Segment._check = lambda self, frame: None  # type: ignore[method-assign]
+    StreamCheck.feed = lambda self, frame: None  # type: ignore[method-assign]
 
 
 # What the proxy benchmark's what-if recorder leaves out of each event's path.

@@ -61,10 +61,11 @@ def test_the_what_if_recorder_leaves_out_what_it_says(monkeypatch: pytest.Monkey
     (and the real ones are put back here after the test)."""
     from bench.serve import WITHOUT
     from recorder.proxy.segments import Segment, Summary
+    from recorder.reference.check import StreamCheck
     from recorder.store import chain
 
     monkeypatch.setattr(chain, "sha256", chain.sha256)
-    monkeypatch.setattr(Segment, "_check", Segment._check)
+    monkeypatch.setattr(StreamCheck, "feed", StreamCheck.feed)
     broken = b'{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"no start"}'
     checked = Segment("r", "t")
     checked.observe(broken, Summary([]))
