@@ -20,7 +20,7 @@ as an id that does not exist), nor listed, nor searched, nor exported.
 from __future__ import annotations
 
 import hmac
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any
 
@@ -129,16 +129,17 @@ def principal_for(settings: Settings, scope: Scope) -> Principal:
     return principal
 
 
-def principal_of(request: Request) -> Principal:
-    """The request's principal (authenticating it if no dependency has yet)."""
+async def principal_of(request: Request) -> Principal:
+    """The request's principal (authenticating it if no dependency has yet). A coroutine,
+    as the other dependencies are: FastAPI runs a plain function on a worker thread."""
     return principal_for(request.app.state.runtime.settings, request.scope)
 
 
-def require(scope: str) -> Callable[[Request], Principal]:
+def require(scope: str) -> Callable[[Request], Awaitable[Principal]]:
     """A dependency: the request's principal, which must hold ``scope``."""
 
-    def dependency(request: Request) -> Principal:
-        principal = principal_of(request)
+    async def dependency(request: Request) -> Principal:
+        principal = principal_for(request.app.state.runtime.settings, request.scope)
         check_scope(principal, scope)
         return principal
 

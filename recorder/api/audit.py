@@ -14,7 +14,7 @@ from recorder.models import AuditLog, ChainVerification, PurgeBody, PurgeResult,
 from recorder.timetravel import audit
 
 
-def _unlimited(principal: PrincipalDep) -> None:
+async def _unlimited(principal: PrincipalDep) -> None:
     """The chains, receipts, audit log and purges span every agent: an agent-limited
     token, even an admin one, gets none of them."""
     check_unlimited(principal, "the audit endpoints")

@@ -32,7 +32,9 @@ from recorder.runtime import Runtime
 from recorder.telemetry.logs import API, new_error_id
 
 
-def get_runtime(request: Request) -> Runtime:
+async def get_runtime(request: Request) -> Runtime:
+    # (async: FastAPI calls a plain function's dependency on a worker thread, a hop each
+    # way per request for a dictionary lookup)
     runtime: Runtime = request.app.state.runtime
     return runtime
 
