@@ -48,6 +48,7 @@ from recorder.store.errors import Failure, store_errors
 from recorder.store.inputs import (
     INLINE_BELOW,
     ChunkCache,
+    InputTree,
     LastTrees,
     Recent,
     RecentInputs,
@@ -140,6 +141,7 @@ class SqlStore:
         self._chunks = ChunkCache()
         self._recent = RecentInputs()
         self._checkpoint_trees = LastTrees()
+        self._input_trees = LastTrees()  # a thread's input kept as a tree last
         self._heads = HeadCache()
 
     @property
@@ -163,7 +165,7 @@ class SqlStore:
             call = partial(calls.create_run, run, kept, time.time())
             created = await self._write(call, 1, 0, taken, alone=True, idempotent=True)
             if created is None:  # the delta's base is gone: a tree (or whole) after all
-                kept = writes.Kept(tree=writes.input_tree(run.input, self._chunks.get))
+                kept = writes.Kept(tree=self._input_tree(run.thread_id, run.input))
         if created is None:
             # A tree or a delta usually adds a little to what is stored: a small transaction.
             size = 0 if kept.tree is not None or kept.delta is not None else len(run.input or b"")
@@ -198,7 +200,15 @@ class SqlStore:
                     delta=changes,
                     depth=base.depth + 1,
                 )
-        return writes.Kept(tree=writes.input_tree(posted, self._chunks.get))
+        return writes.Kept(tree=self._input_tree(run.thread_id, posted))
+
+    def _input_tree(self, thread_id: str, posted: bytes | None) -> InputTree | None:
+        """``posted`` as a tree, cut from the thread's input kept as a tree last: an input
+        repeats the history before it, so only what came since is cut and hashed."""
+        tree = writes.input_tree(posted, self._chunks.get, self._input_trees.get(thread_id))
+        if tree is not None:
+            self._input_trees.put(thread_id, tree)
+        return tree
 
     async def append(self, run_id: str, events: Sequence[NewEvent]) -> list[Appended]:
         return (await self.append_batches([(run_id, events)]))[0]

@@ -479,6 +479,36 @@ async def test_a_thread_keeps_deltas_at_most_a_chain_long(store: EventStore, spe
             await stores[1].close()
 
 
+async def test_a_threads_next_input_tree_is_cut_from_its_last(
+    store: EventStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every ``CHAIN`` runs a thread's input is kept as a tree again, and that input
+    repeats the history the last tree held: the store cuts and hashes what came since,
+    not the whole history again, and keeps the very tree a cut from scratch makes."""
+    hashed: list[int] = []
+    real = inputs._hash
+    monkeypatch.setattr(
+        inputs, "_hash", lambda level, data: hashed.append(level) or real(level, data)
+    )
+    runs = 2 * CHAIN + 1
+    posted = [_turn(200 + 4 * turn, "g") for turn in range(runs)]
+    for turn in range(runs):
+        parent = f"r{turn - 1}" if turn else None
+        await store.create_run(NewRun(f"r{turn}", "g", input=posted[turn], parent_run_id=parent))
+    cut = hashed.count(0)
+    kept = await _input_rows(store, "g")
+    trees = [turn for turn in range(runs) if kept[f"r{turn}"][0] is not None]
+    assert trees == [0, CHAIN, 2 * CHAIN]
+    for turn in trees:
+        assert bytes(kept[f"r{turn}"][0]) == build(posted[turn]).root
+        assert (await store.get_run(f"r{turn}")).input == posted[turn]
+    from_scratch = sum(len(leaves(posted[turn])) for turn in trees)
+    last = leaves(posted[trees[-1]])
+    # About each leaf of the last tree once: those of the trees before it are its own.
+    assert cut <= len(last) + 2 * len(trees)
+    assert from_scratch > 1.5 * len(last)
+
+
 async def test_a_delta_whose_base_is_gone_is_kept_as_a_tree(
     store: EventStore, spec_url: str
 ) -> None:
