@@ -517,17 +517,18 @@ def _prefix(old: bytes, olo: int, ohi: int, new: bytes, nlo: int, nhi: int) -> i
     most = min(ohi - olo, nhi - nlo)
     if most <= 0 or old[olo] != new[nlo]:
         return 0
+    view = memoryview(old)  # (compared where they lie: a slice of bytes is a copy)
     low, step = 1, _STEP  # old[olo:olo+low] matches
     while True:
         high = min(most, low + step)
-        if not new.startswith(old[olo + low : olo + high], nlo + low):
+        if not new.startswith(view[olo + low : olo + high], nlo + low):
             break
         if high == most:
             return most
         low, step = high, 2 * step
     while high - low > 1:  # the first difference is in old[olo+low:olo+high]
         mid = (low + high) // 2
-        if new.startswith(old[olo + low : olo + mid], nlo + low):
+        if new.startswith(view[olo + low : olo + mid], nlo + low):
             low = mid
         else:
             high = mid
@@ -540,17 +541,18 @@ def _suffix(old: bytes, olo: int, ohi: int, new: bytes, nlo: int, nhi: int) -> i
     most = min(ohi - olo, nhi - nlo)
     if most <= 0 or old[ohi - 1] != new[nhi - 1]:
         return 0
+    view = memoryview(old)
     low, step = 1, _STEP
     while True:
         high = min(most, low + step)
-        if not new.endswith(old[ohi - high : ohi - low], nhi - high, nhi - low):
+        if not new.endswith(view[ohi - high : ohi - low], nhi - high, nhi - low):
             break
         if high == most:
             return most
         low, step = high, 2 * step
     while high - low > 1:
         mid = (low + high) // 2
-        if new.endswith(old[ohi - mid : ohi - low], nhi - mid, nhi - low):
+        if new.endswith(view[ohi - mid : ohi - low], nhi - mid, nhi - low):
             low = mid
         else:
             high = mid
