@@ -29,11 +29,12 @@ still that of its bytes at level 0, so it stands for the same leaf and is shared
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import re
 import struct
 import zlib
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 HASH_BYTES = 16
@@ -73,6 +74,12 @@ class InputTree:
     chunks: dict[bytes, Chunk]
     packed: dict[bytes, bytes] = field(default_factory=dict)
     leaves: list[Chunk] = field(default_factory=list)
+    # The leaves cut here rather than taken from an earlier tree (None: every leaf): the
+    # only ones ``pack`` may have to compress.
+    fresh: list[bytes] | None = None
+    # Each level's hashes, the leaves' first, and from the nodes' level on where each node's
+    # children end in the level below: a later ``build`` takes the nodes it shares.
+    levels: list[tuple[list[bytes], list[int]]] = field(default_factory=list)
 
     def row(self, key: bytes) -> tuple[bytes, int, bytes]:
         """The chunk's row as it is kept: ``(hash, level, data)``."""
@@ -86,7 +93,8 @@ class InputTree:
 def pack(tree: InputTree, known: Callable[[bytes], object] | None = None) -> InputTree:
     """``tree`` with its leaves compressed where that pays, but those ``known`` finds (a
     chunk stored already is not inserted again: compressing it would be wasted)."""
-    for key, chunk in tree.chunks.items():
+    for key in tree.chunks if tree.fresh is None else tree.fresh:
+        chunk = tree.chunks[key]
         if chunk.level or len(chunk.data) < _PACK_FROM or key in tree.packed:
             continue
         if known and known(key) is not None:
@@ -110,15 +118,17 @@ def _hash(level: int, data: bytes) -> bytes:
 
 def leaves(data: bytes) -> list[bytes]:
     """``data`` cut at content-defined points (joined back, the exact bytes)."""
-    return [part if isinstance(part, bytes) else part.data for part in _cut(data, ())]
+    return [part for part in _cut(data, ()) if isinstance(part, bytes)]  # (all are)
 
 
 _KEY = 16  # the first bytes of a leaf, by which a leaf taken again is looked for
+_BLOCK = 64  # leaves taken again compared at once: one comparison of their joined bytes
 
 
-def _cut(data: bytes, after: list[Chunk] | tuple[()]) -> list[bytes | Chunk]:
-    """``data`` cut as ``leaves`` cuts it; where it holds leaves of ``after`` (the leaves of
-    earlier bytes, in order) at the same cuts, those leaves themselves.
+def _cut(data: bytes, after: Sequence[Chunk]) -> list[bytes | range]:
+    """``data`` cut as ``leaves`` cuts it: each new leaf's bytes, and where it holds leaves
+    of ``after`` (the leaves of earlier bytes, in order) at the same cuts, the range of
+    their indexes there.
 
     Whether a candidate is a cut depends on the ``_WINDOW`` bytes before it and on where
     the cut before it fell. So a leaf of ``after`` (not its last: that one ended with its
@@ -127,23 +137,33 @@ def _cut(data: bytes, after: list[Chunk] | tuple[()]) -> list[bytes | Chunk]:
     of the leaves after it that follows here too. Bytes that begin like ``after`` take its
     leaves from the first; bytes that changed in a stretch (a run's next checkpoint: the
     end of its messages, of their index, the state) are cut there and take ``after``'s
-    leaves again from the first cut past the change that finds one.
+    leaves again from the first cut past the change that finds one. Leaves taken again are
+    compared ``_BLOCK`` at a time (a run's checkpoint shares thousands with the one before).
     """
-    known = after[:-1]
-    starts: dict[bytes, int] = {}
-    for j in range(len(known) - 1, 0, -1):  # (the first leaf with those bytes wins)
-        if len(known[j - 1].data) >= _WINDOW:
-            starts[known[j].data[:_KEY]] = j
-    parts: list[bytes | Chunk] = []
+    datas = [leaf.data for leaf in after[:-1]]
+    count = len(datas)
+    starts: dict[bytes, int] | None = None
+    parts: list[bytes | range] = []
     start = j = 0
     search = _CANDIDATE.search
     while True:
-        for leaf in known[j:]:
-            if not data.startswith(leaf.data, start):
-                break
-            parts.append(leaf)
-            start += len(leaf.data)
-        j = len(known)  # (until a cut finds a leaf to take again)
+        taken = j
+        while taken < count:
+            block = datas[taken : taken + _BLOCK]
+            joined = b"".join(block)
+            if data.startswith(joined, start):
+                start += len(joined)
+                taken += len(block)
+                continue
+            for leaf in block:  # they stop in this block: which leaf is the last
+                if not data.startswith(leaf, start):
+                    break
+                start += len(leaf)
+                taken += 1
+            break
+        if taken > j:
+            parts.append(range(j, taken))
+        j = count  # (until a cut finds a leaf to take again)
         pos = start
         while (match := search(data, pos)) is not None:
             pos = match.end()
@@ -153,12 +173,22 @@ def _cut(data: bytes, after: list[Chunk] | tuple[()]) -> list[bytes | Chunk]:
             ):
                 parts.append(data[start:pos])
                 start = pos
+                if starts is None:
+                    # The leaves past those taken so far, by their first bytes (the first
+                    # with those bytes wins): bytes that changed in a stretch take up again
+                    # with leaves after it. (Any leaf found is checked: which ones are
+                    # looked for changes how much is taken again, never the cuts.)
+                    starts = {
+                        datas[k][:_KEY]: k
+                        for k in range(count - 1, max(taken, 1) - 1, -1)
+                        if len(datas[k - 1]) >= _WINDOW
+                    }
                 found = starts.get(data[start : start + _KEY])
                 if (
                     found is not None
                     and start >= _WINDOW
-                    and data.startswith(known[found - 1].data[-_WINDOW:], start - _WINDOW)
-                    and data.startswith(known[found].data, start)
+                    and data.startswith(datas[found - 1][-_WINDOW:], start - _WINDOW)
+                    and data.startswith(datas[found], start)
                 ):
                     j = found
                     break
@@ -180,32 +210,69 @@ def build(data: bytes, after: InputTree | None = None) -> InputTree:
     chunks: dict[bytes, Chunk] = {}
     packed: dict[bytes, bytes] = {}
     ordered: list[Chunk] = []
-    for part in _cut(data, after.leaves if after is not None else ()):
+    fresh: list[bytes] = []
+    known = after.leaves if after is not None else []
+    for part in _cut(data, known):
         if isinstance(part, bytes):
             key = _hash(0, part)
-            leaf = chunks.setdefault(key, Chunk(key, 0, part))
-        else:
-            leaf = chunks.setdefault(part.hash, part)
-            if after is not None and part.hash in after.packed:
-                packed[part.hash] = after.packed[part.hash]
-        ordered.append(leaf)
+            ordered.append(chunks.setdefault(key, Chunk(key, 0, part)))
+            fresh.append(key)
+        else:  # leaves of ``after``, hashed and compressed already (a hash: the same bytes)
+            taken = known[part.start : part.stop]
+            ordered += taken
+            keys = [leaf.hash for leaf in taken]
+            chunks.update(zip(keys, taken, strict=True))
+            was = after.packed if after is not None else {}
+            packed.update({key: was[key] for key in was.keys() & set(keys)})
     level = 0
     hashes = [leaf.hash for leaf in ordered]
+    levels: list[tuple[list[bytes], list[int]]] = [(hashes, [])]
+    earlier = after.levels if after is not None else []
     while len(hashes) > 1:
         level += 1
         groups: list[bytes] = []
+        ends: list[int] = []  # where each node's children end in ``hashes``
+        done = 0
+        if after is not None and level < len(earlier):
+            # The earlier tree's nodes over the stretch of this level it shares, but its
+            # last (which may have ended with its hashes rather than at a child that ends
+            # a node): where ``hashes`` begin alike, the nodes are alike.
+            nodes, node_ends = earlier[level]
+            shared = _shared(hashes, earlier[level - 1][0])
+            count = bisect.bisect_right(node_ends, shared, 0, len(node_ends) - 1)
+            if count:
+                groups, ends, done = nodes[:count], node_ends[:count], node_ends[count - 1]
+                chunks.update((key, after.chunks[key]) for key in groups)
         group: list[bytes] = []
-        for key in hashes:
+        for i in range(done, len(hashes)):
+            key = hashes[i]
             group.append(key)
             if key[0] & _NODE_MASK == 0:
                 groups.append(_node(level, group, chunks))
+                ends.append(i + 1)
                 group = []
         if group:
             groups.append(_node(level, group, chunks))
+            ends.append(len(hashes))
         if len(groups) == len(hashes):  # no child ended a node: take them all in one
-            groups = [_node(level, hashes, chunks)]
+            groups, ends = [_node(level, hashes, chunks)], [len(hashes)]
+        levels.append((groups, ends))
         hashes = groups
-    return InputTree(hashes[0], chunks, packed, ordered)
+    fresh_only = fresh if after is not None else None
+    return InputTree(hashes[0], chunks, packed, ordered, fresh_only, levels)
+
+
+def _shared(new: list[bytes], old: list[bytes]) -> int:
+    """How many hashes ``new`` and ``old`` begin with in common (found by halving: a
+    slice's comparison runs in C, and hashes taken again are the very same objects)."""
+    low, high = 0, min(len(new), len(old))
+    while low < high:
+        mid = (low + high + 1) // 2
+        if new[:mid] == old[:mid]:
+            low = mid
+        else:
+            high = mid - 1
+    return low
 
 
 def _node(level: int, children: list[bytes], chunks: dict[bytes, Chunk]) -> bytes:

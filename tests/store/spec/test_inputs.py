@@ -303,9 +303,14 @@ def test_a_tree_built_after_another_is_the_tree_built_alone(
         after = pack(build(data, pack(build(base))))
         assert after.root == alone.root
         assert [leaf.hash for leaf in after.leaves] == [leaf.hash for leaf in alone.leaves]
+        assert after.levels == alone.levels  # every node, level by level
         assert set(after.chunks) == set(alone.chunks)
         assert after.packed == alone.packed
         assert reassemble(after.root, after.chunks) == data
+        # A tree built after one that was itself built after another: the same again.
+        again = pack(build(base, after))
+        assert again.levels == pack(build(base)).levels
+        assert set(again.chunks) == set(build(base).chunks)
 
 
 def _checkpoint_like(messages: int, state: int) -> bytes:
@@ -337,11 +342,31 @@ def test_the_next_checkpoint_cuts_and_hashes_only_what_changed(
     hashed.clear()
     alone = build(grown)
     leaves_alone = hashed.count(0)
+    nodes_alone = len(hashed) - leaves_alone
     hashed.clear()
     after = build(grown, before)
     assert after.root == alone.root
     assert leaves_alone > 1000
     assert hashed.count(0) <= 10
+    # The nodes over the stretch the two share from their start are taken as they are
+    # (213 nodes alone, 107 after, here: the rest lies past the messages' end).
+    assert (len(hashed) - hashed.count(0)) * 3 < nodes_alone * 2
+
+
+def test_a_run_of_checkpoints_each_built_after_the_last_is_built_as_alone() -> None:
+    """Checkpoints of a growing run, each built after the one before (as the store builds
+    them): every one has the leaves, nodes and levels a build from scratch gives it, and
+    only what changed is hashed."""
+    before = None
+    for step, (messages, state) in enumerate([(3000, 1), (3004, 2), (3004, 3), (3090, 4)]):
+        data = _checkpoint_like(messages, state)
+        built = build(data, before)
+        alone = build(data)
+        assert built.root == alone.root, step
+        assert built.levels == alone.levels, step
+        assert set(built.chunks) == set(alone.chunks), step
+        assert len(alone.levels) >= 3  # nodes of nodes: their sharing is exercised too
+        before = built
 
 
 def test_a_delta_with_moves_copies_what_moved() -> None:
