@@ -165,7 +165,9 @@ class SqlStore:
             call = partial(calls.create_run, run, kept, time.time())
             created = await self._write(call, 1, 0, taken, alone=True, idempotent=True)
             if created is None:  # the delta's base is gone: a tree (or whole) after all
-                kept = writes.Kept(tree=self._input_tree(run.thread_id, run.input))
+                kept = writes.Kept(
+                    tree=self._tree_after(self._input_trees, run.thread_id, run.input)
+                )
         if created is None:
             # A tree or a delta usually adds a little to what is stored: a small transaction.
             size = 0 if kept.tree is not None or kept.delta is not None else len(run.input or b"")
@@ -200,14 +202,16 @@ class SqlStore:
                     delta=changes,
                     depth=base.depth + 1,
                 )
-        return writes.Kept(tree=self._input_tree(run.thread_id, posted))
+        return writes.Kept(tree=self._tree_after(self._input_trees, run.thread_id, posted))
 
-    def _input_tree(self, thread_id: str, posted: bytes | None) -> InputTree | None:
-        """``posted`` as a tree, cut from the thread's input kept as a tree last: an input
-        repeats the history before it, so only what came since is cut and hashed."""
-        tree = writes.input_tree(posted, self._chunks.get, self._input_trees.get(thread_id))
+    def _tree_after(self, trees: LastTrees, key: str, data: bytes | None) -> InputTree | None:
+        """``data`` as a tree (None when kept whole), cut from the tree kept last under
+        ``key`` in ``trees``, and kept there in its place: a thread's next input repeats
+        the history before it, its next checkpoint the messages, so only what came since
+        is cut and hashed."""
+        tree = writes.input_tree(data, self._chunks.get, trees.get(key))
         if tree is not None:
-            self._input_trees.put(thread_id, tree)
+            trees.put(key, tree)
         return tree
 
     async def append(self, run_id: str, events: Sequence[NewEvent]) -> list[Appended]:
@@ -323,10 +327,8 @@ class SqlStore:
         # its parent's last) holds the same messages, and more come at their end: what
         # they share is not cut and hashed again.
         thread = seen.thread_id if seen is not None else run_id
-        tree = writes.input_tree(data, self._chunks.get, self._checkpoint_trees.get(thread))
+        tree = self._tree_after(self._checkpoint_trees, thread, data)
         size = 0 if tree is not None else len(data)
-        if tree is not None:
-            self._checkpoint_trees.put(thread, tree)
         saved = await self._write(
             lambda: writes.save_checkpoint(run_id, seq, data, tree, dialect, seen), 0, size
         )
