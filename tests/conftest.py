@@ -14,7 +14,8 @@ import asyncpg
 import pytest
 
 from recorder.store import EventStore, open_store
-from recorder.store.inputs import operations, unpacked
+from recorder.store.deltas import operations
+from recorder.store.inputs import unpacked
 from recorder.store.sql import SqlStore
 from recorder.store.statements import Body, Fetch
 

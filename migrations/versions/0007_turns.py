@@ -14,7 +14,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-from recorder.store.inputs import Chunk, patch, reassemble
+from recorder.store.deltas import patch
+from recorder.store.inputs import Chunk, reassemble
 
 revision: str = "0007_turns"
 down_revision: str | None = "0006_access"

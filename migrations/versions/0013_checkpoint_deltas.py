@@ -1,7 +1,7 @@
 """A checkpoint may be kept as a delta from its run's posted input; deltas and leaves compressed
 
 ``checkpoints.from_input``: true when ``data`` holds the checkpoint as the changes from
-its run's input (``recorder.store.inputs.delta``) rather than whole (``data``) or as a
+its run's input (``recorder.store.deltas.delta``) rather than whole (``data``) or as a
 tree (``root``). A run's closing checkpoint holds what its input held (the messages, the
 state) plus what the run added: as a delta it costs about what the run added, where a tree
 costs the chunks around each change and a path of nodes to its root, each a row.
@@ -24,7 +24,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-from recorder.store.inputs import compressed, operations, patch, reassemble, unpacked
+from recorder.store.deltas import compressed, operations, patch
+from recorder.store.inputs import reassemble, unpacked
 
 revision: str = "0013_checkpoint_deltas"
 down_revision: str | None = "0012_input_rewrites"

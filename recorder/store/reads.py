@@ -11,16 +11,8 @@ import orjson
 
 from recorder.errors import InputError, RunNotFound, StoreError, ThreadNotFound
 from recorder.store.annotation import tag_condition
-from recorder.store.inputs import (
-    CHAIN,
-    HASH_BYTES,
-    Chunk,
-    ChunkCache,
-    batches,
-    patch,
-    reassemble,
-    unpacked,
-)
+from recorder.store.deltas import CHAIN, patch
+from recorder.store.inputs import HASH_BYTES, Chunk, ChunkCache, batches, reassemble, unpacked
 from recorder.store.model import Page, Redaction, Run, Thread, ThreadFilter, ThreadSource
 from recorder.store.statements import (
     EVENT_COLUMNS,
@@ -89,8 +81,8 @@ RUN_CHECKPOINT = Fetch(
 # Seqs past these are no seq of any run: clamped to them (a 32-bit column on PostgreSQL).
 _LOWEST_SEQ = -1
 _HIGHEST_SEQ = (1 << 31) - 1
-# An input kept as a delta: its base, the base's base, ... down to one kept whole or as a
-# tree (``recorder.store.inputs``), nearest first.
+# An input kept as a delta (``recorder.store.deltas``): its base, the base's base, ... down
+# to one kept whole or as a tree (``recorder.store.inputs``), nearest first.
 BASES = Fetch(
     "WITH RECURSIVE chain (run_id, input, root, base, n) AS ("
     "SELECT run_id, input, root, base, 0 FROM run_inputs WHERE run_id = ? "

@@ -94,7 +94,7 @@ runs = Table(
 # rewrites a row with all its overflow pages on each update. Small inputs are kept whole
 # (``input``); others as the ``root`` of a tree in ``input_chunks``, or as a delta (in
 # ``input``) from the input of ``base``, an earlier run of the same thread
-# (recorder.store.inputs).
+# (recorder.store.inputs, recorder.store.deltas).
 run_inputs = Table(
     "run_inputs",
     metadata,

@@ -44,16 +44,9 @@ from recorder.store import (
     writes,
 )
 from recorder.store.calls import HeadCache
+from recorder.store.deltas import Recent, RecentInputs, delta
 from recorder.store.errors import Failure, store_errors
-from recorder.store.inputs import (
-    INLINE_BELOW,
-    ChunkCache,
-    InputTree,
-    LastTrees,
-    Recent,
-    RecentInputs,
-    delta,
-)
+from recorder.store.inputs import INLINE_BELOW, ChunkCache, InputTree, LastTrees
 from recorder.store.model import (
     TERMINAL,
     Action,

@@ -145,7 +145,8 @@ async def test_downgrading_compression_puts_deltas_and_leaves_back_plain(db_url:
     from sqlalchemy import text
 
     from recorder.store import NewEvent, NewRun, open_store
-    from recorder.store.inputs import PACKED, Chunk, compressed, patch, reassemble
+    from recorder.store.deltas import compressed, patch
+    from recorder.store.inputs import PACKED, Chunk, reassemble
 
     def posted(turn: int) -> bytes:
         said = b",".join(

@@ -21,19 +21,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from recorder.store import EventStore, NewRun, inputs, open_store
-from recorder.store.inputs import (
-    CHAIN,
-    INLINE_BELOW,
-    PACKED,
-    build,
-    delta,
-    leaves,
-    operations,
-    pack,
-    patch,
-    reassemble,
-)
+from recorder.store import EventStore, NewRun, deltas, inputs, open_store
+from recorder.store.deltas import CHAIN, delta, operations, patch
+from recorder.store.inputs import INLINE_BELOW, PACKED, build, leaves, pack, reassemble
 from recorder.timetravel.transfer import export_lines, import_lines
 from tests.conftest import raw_sql, stored_chunks
 from tests.store.spec.conftest import MEMORY, shared_database
@@ -406,8 +396,8 @@ def test_the_search_for_moved_stretches_stops_at_its_budget(
     counted = Counted(base)
     changes = delta(counted, data, moves=True)
     assert changes is None or patch(base, changes) == data
-    assert 0 < sum(searches) <= inputs._SCAN + len(base)
-    monkeypatch.setattr(inputs, "_SCAN", 0)
+    assert 0 < sum(searches) <= deltas._SCAN + len(base)
+    monkeypatch.setattr(deltas, "_SCAN", 0)
     searches.clear()
     assert delta(counted, data, moves=True) == delta(base, data)
     assert searches == []
