@@ -69,14 +69,29 @@ NEAREST_CHECKPOINT = Fetch(
 RUN_WITHOUT_INPUT = Fetch(f"{RUNS_WITHOUT_INPUT} WHERE r.run_id = ?")
 # The run (without its input) and, on the same row, its checkpoint nearest at or before a
 # seq (taken as its last event when past it): the state at a run's boundary in one query.
+# A checkpoint kept as a delta from the run's input (as a run's last one usually is) needs
+# that input, itself often a delta (``BASES``): its chain comes in the same query, as the
+# rows after the run's (``n`` 1, 2, ...: the run's input's row, then its bases'), so that
+# the state at a boundary is one round trip on PostgreSQL, not two.
 _RUN_WIDTH = _RUN_COLUMNS.count(",") + 1  # the checkpoint's columns come after the run's
+_CHECKPOINT_COLUMNS = ("seq", "data", "root", "from_input")
 RUN_CHECKPOINT = Fetch(
-    f"SELECT {_RUN_COLUMNS.format(**_NO_INPUT)}, c.seq, c.data, c.root, c.from_input "
-    "FROM runs r LEFT JOIN checkpoints c ON c.run_id = r.run_id AND c.seq = ("
+    "WITH RECURSIVE found AS ("
+    f"SELECT {_RUN_COLUMNS.format(**_NO_INPUT)}, "
+    + ", ".join(f"c.{name} AS c_{name}" for name in _CHECKPOINT_COLUMNS)
+    + " FROM runs r LEFT JOIN checkpoints c ON c.run_id = r.run_id AND c.seq = ("
     "SELECT k.seq FROM checkpoints k WHERE k.run_id = r.run_id AND k.seq <= "
     "CASE WHEN ? < r.event_count THEN ? ELSE r.event_count - 1 END "
     "ORDER BY k.seq DESC LIMIT 1) "
-    "WHERE r.run_id = ?"
+    "WHERE r.run_id = ?), "
+    "chain (input, root, base, n) AS ("
+    "SELECT i.input, i.root, i.base, 1 FROM run_inputs i JOIN found ON found.c_from_input "
+    "WHERE i.run_id = found.run_id "
+    "UNION ALL SELECT i.input, i.root, i.base, chain.n + 1 "
+    "FROM run_inputs i JOIN chain ON i.run_id = chain.base WHERE chain.n <= ?) "
+    f"SELECT 0, found.*, NULL, NULL, NULL FROM found "
+    f"UNION ALL SELECT n, {', '.join(['NULL'] * (_RUN_WIDTH + len(_CHECKPOINT_COLUMNS)))}, "
+    "input, root, base FROM chain ORDER BY 1"
 )
 # Seqs past these are no seq of any run: clamped to them (a 32-bit column on PostgreSQL).
 _LOWEST_SEQ = -1
@@ -373,15 +388,19 @@ def run_checkpoint(
     run_id: str, seq: int | None, cache: ChunkCache
 ) -> Body[tuple[Run, tuple[int, bytes] | None]]:
     at = _HIGHEST_SEQ if seq is None else max(_LOWEST_SEQ, min(seq, _HIGHEST_SEQ))
-    rows = yield RUN_CHECKPOINT, (at, at, run_id)
+    rows = yield RUN_CHECKPOINT, (at, at, run_id, CHAIN)
     if not rows:
         raise RunNotFound(run_id)
-    row = rows[0]
+    row = rows[0][1:]
     run = _run(row)
-    found, data, root, from_input = row[_RUN_WIDTH : _RUN_WIDTH + 4]
+    found, data, root, from_input = row[_RUN_WIDTH : _RUN_WIDTH + len(_CHECKPOINT_COLUMNS)]
     if found is None:
         return run, None
-    return run, (int(found), (yield from _checkpoint(run_id, data, root, from_input, cache)))
+    if data is None or not from_input:
+        return run, (int(found), (yield from _checkpoint(run_id, data, root, from_input, cache)))
+    bases = [chained[-3:] for chained in rows[1:]]
+    posted = yield from _chained(bases, cache, f"the input of run {run_id!r}")
+    return run, (int(found), patch(posted, bytes(data)))
 
 
 def _thread_conditions(f: ThreadFilter) -> tuple[list[str], list[Any]]:

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import orjson
 import pytest
 
 from recorder.errors import RunNotFound
-from recorder.store import EventStore, NewRun, PurgeSelection, Run, open_store
+from recorder.store import EventStore, NewRun, PurgeSelection, Run, open_store, reads
 from tests.conftest import raw_sql
 from tests.store.spec.conftest import ev, shared_database
 
@@ -97,6 +98,45 @@ async def test_a_closed_runs_last_checkpoint_is_kept_as_changes_from_its_input(
                     assert await other.nearest_checkpoint(run_id, 9) == (2, data)
             finally:
                 await other.close()
+    finally:
+        await store.close()
+
+
+async def test_the_state_at_a_boundary_kept_from_a_chained_input_is_one_query(
+    spec_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The run, its checkpoint and the chain of deltas its input is kept as come in one
+    statement (one round trip on PostgreSQL), the input's tree from the chunk cache."""
+    store = await open_store(spec_url, migrate=True, checkpoint_deltas=True)
+    try:
+        made = {}
+        for n in range(4):  # r0's input a tree, r1-r3's a chain of deltas down to it
+            run_id = f"r{n}"
+            posted = _posted(run_id, 40 + n)
+            seen = await _closed(store, run_id, posted)
+            made[run_id] = _checkpoint(posted, f"reply {n} " * 20)
+            await store.save_checkpoint(run_id, 2, made[run_id], seen=seen)
+            assert (await _kept_as(store, run_id))[0]
+        asked: list[str] = []
+        reading = reads.run_checkpoint
+
+        def counted(*args: Any) -> Any:
+            body = reading(*args)
+            result = None
+            try:
+                while True:
+                    statement = body.send(result)
+                    asked.append(statement[0].sql)
+                    result = yield statement
+            except StopIteration as done:
+                return done.value
+
+        monkeypatch.setattr(reads, "run_checkpoint", counted)
+        for run_id, data in made.items():
+            asked.clear()
+            _run, found = await store.run_checkpoint(run_id)
+            assert found == (2, data)
+            assert asked == [reads.RUN_CHECKPOINT.sql], run_id
     finally:
         await store.close()
 
