@@ -67,6 +67,13 @@ NEAREST_CHECKPOINT = Fetch(
     "ORDER BY seq DESC LIMIT 1"
 )
 RUN_WITHOUT_INPUT = Fetch(f"{RUNS_WITHOUT_INPUT} WHERE r.run_id = ?")
+# The chain of an input's deltas from its ``first`` row (``input, root, base, 0``), each
+# base's row after the one that names it, at most ``?`` (``CHAIN``) deltas down.
+_CHAIN = (
+    "chain (input, root, base, n) AS ({first} "
+    "UNION ALL SELECT i.input, i.root, i.base, chain.n + 1 "
+    "FROM run_inputs i JOIN chain ON i.run_id = chain.base WHERE chain.n < ?)"
+)
 # The run (without its input) and, on the same row, its checkpoint nearest at or before a
 # seq (taken as its last event when past it): the state at a run's boundary in one query.
 # A checkpoint kept as a delta from the run's input (as a run's last one usually is) needs
@@ -84,13 +91,12 @@ RUN_CHECKPOINT = Fetch(
     "CASE WHEN ? < r.event_count THEN ? ELSE r.event_count - 1 END "
     "ORDER BY k.seq DESC LIMIT 1) "
     "WHERE r.run_id = ?), "
-    "chain (input, root, base, n) AS ("
-    "SELECT i.input, i.root, i.base, 1 FROM run_inputs i JOIN found ON found.c_from_input "
-    "WHERE i.run_id = found.run_id "
-    "UNION ALL SELECT i.input, i.root, i.base, chain.n + 1 "
-    "FROM run_inputs i JOIN chain ON i.run_id = chain.base WHERE chain.n <= ?) "
-    f"SELECT 0, found.*, NULL, NULL, NULL FROM found "
-    f"UNION ALL SELECT n, {', '.join(['NULL'] * (_RUN_WIDTH + len(_CHECKPOINT_COLUMNS)))}, "
+    + _CHAIN.format(
+        first="SELECT i.input, i.root, i.base, 0 FROM run_inputs i "
+        "JOIN found ON found.c_from_input WHERE i.run_id = found.run_id"
+    )
+    + " SELECT 0, found.*, NULL, NULL, NULL FROM found "
+    f"UNION ALL SELECT n + 1, {', '.join(['NULL'] * (_RUN_WIDTH + len(_CHECKPOINT_COLUMNS)))}, "
     "input, root, base FROM chain ORDER BY 1"
 )
 # Seqs past these are no seq of any run: clamped to them (a 32-bit column on PostgreSQL).
@@ -99,11 +105,9 @@ _HIGHEST_SEQ = (1 << 31) - 1
 # An input kept as a delta (``recorder.store.deltas``): its base, the base's base, ... down
 # to one kept whole or as a tree (``recorder.store.inputs``), nearest first.
 BASES = Fetch(
-    "WITH RECURSIVE chain (run_id, input, root, base, n) AS ("
-    "SELECT run_id, input, root, base, 0 FROM run_inputs WHERE run_id = ? "
-    "UNION ALL SELECT i.run_id, i.input, i.root, i.base, chain.n + 1 "
-    "FROM run_inputs i JOIN chain ON i.run_id = chain.base WHERE chain.n < ?) "
-    "SELECT input, root, base FROM chain ORDER BY n"
+    "WITH RECURSIVE "
+    + _CHAIN.format(first="SELECT input, root, base, 0 FROM run_inputs WHERE run_id = ?")
+    + " SELECT input, root, base FROM chain ORDER BY n"
 )
 
 
@@ -372,14 +376,22 @@ def nearest_checkpoint(run_id: str, seq: int, cache: ChunkCache) -> Body[tuple[i
 
 
 def _checkpoint(
-    run_id: str, data: Any, root: Any, from_input: Any, cache: ChunkCache
+    run_id: str,
+    data: Any,
+    root: Any,
+    from_input: Any,
+    cache: ChunkCache,
+    bases: Sequence[Sequence[Any]] | None = None,
 ) -> Body[bytes]:
-    """A checkpoint's bytes from its row: whole, a tree, or a delta from the run's input."""
+    """A checkpoint's bytes from its row: whole, a tree, or a delta from the run's input
+    (``bases``: its input's chain, ``BASES``'s rows, when it was read already)."""
     if data is None:  # kept as a tree
         return (yield from _tree(bytes(root), cache, f"a checkpoint of run {run_id!r}"))
     if not from_input:
         return bytes(data)
-    rows = yield BASES, (run_id, CHAIN)  # the run's input's row, then its bases'
+    rows = bases
+    if rows is None:
+        rows = yield BASES, (run_id, CHAIN)  # the run's input's row, then its bases'
     posted = yield from _chained(rows, cache, f"the input of run {run_id!r}")
     return patch(posted, bytes(data))
 
@@ -396,11 +408,8 @@ def run_checkpoint(
     found, data, root, from_input = row[_RUN_WIDTH : _RUN_WIDTH + len(_CHECKPOINT_COLUMNS)]
     if found is None:
         return run, None
-    if data is None or not from_input:
-        return run, (int(found), (yield from _checkpoint(run_id, data, root, from_input, cache)))
-    bases = [chained[-3:] for chained in rows[1:]]
-    posted = yield from _chained(bases, cache, f"the input of run {run_id!r}")
-    return run, (int(found), patch(posted, bytes(data)))
+    bases = [chained[-3:] for chained in rows[1:]]  # the input's chain, when it is needed
+    return run, (int(found), (yield from _checkpoint(run_id, data, root, from_input, cache, bases)))
 
 
 def _thread_conditions(f: ThreadFilter) -> tuple[list[str], list[Any]]:
