@@ -28,7 +28,10 @@ several, and closes them; ``GroupCommitter`` (committer.py) commits; ``ClientOut
 
 Durability "commit" (the default): a batch is forwarded only after the transaction holding
 it committed, so the client never saw an event the log lacks. "buffered": a batch is
-forwarded first and committed right behind it.
+forwarded first (the client's task writes it out before the commit begins; the first
+events too, whose commit then follows on a task of its own) and committed right behind
+it; the next batch waits for that commit, so the client is at most one batch ahead of
+the log.
 
 While one batch commits, the next is observed (checked, numbered, made into events): when
 the stream outpaces the recording (large batches), the commit goes on in a task of its own
@@ -264,7 +267,8 @@ class RunRecording:
         when the batch is large or more frames are waiting already, it commits in a task
         of its own (``_inflight``) while the next one is observed; and when it ends its run
         and the answer, the run's close goes in its commit. The first batch's commit is the
-        first event's wait: its run, should it end there, is closed after it."""
+        first event's wait (durability "commit"): its run, should it end there, is closed
+        after it."""
         if self._silent:
             self._silent = False
             self._watch.first_event()
@@ -296,6 +300,15 @@ class RunRecording:
             return False  # the store failed: nothing more is committed
         close = await self._last_of(segment) if streaming else None
         self._unsent = None
+        if not streaming and self._settings.durability == "buffered":
+            # The first events go out as the client's first chunk (the output is still
+            # HELD) before their commit, which follows in a task of its own, as a large
+            # batch's does: the next commit waits for it.
+            for part in parts:
+                if part.events:
+                    await self.output.put(encode_frames(part.datas, part.first_seq))
+            self._inflight = asyncio.create_task(self._commit_and_forward(parts, forwarded=True))
+            return True
         if streaming and (len(frames) >= _OVERLAP_FROM or self._reader.waiting()):
             self._inflight = asyncio.create_task(self._commit_and_forward(parts, close))
             await asyncio.sleep(0)  # its commit starts now, while the next batch is observed
@@ -334,16 +347,22 @@ class RunRecording:
             if part.events and not await self._commits.append(part.segment.run_id, part.events):
                 return
 
-    async def _commit_and_forward(self, parts: list[_Part], close: Closing | None = None) -> bool:
-        """Commit each part (the last with ``close``, its run's), then forward it."""
+    async def _commit_and_forward(
+        self, parts: list[_Part], close: Closing | None = None, *, forwarded: bool = False
+    ) -> bool:
+        """Commit each part (the last with ``close``, its run's), then forward it; with
+        durability "buffered", forward it first (``forwarded``: it was already)."""
         buffered = self._settings.durability == "buffered"
         last = parts[-1]
         for part in parts:
             if not part.events:
                 continue
             out = encode_frames(part.datas, part.first_seq)
-            if buffered:
+            if buffered and not forwarded:
                 await self.output.put(out)
+                # The client's task writes it out before the commit: a small commit on
+                # SQLite runs on the loop without yielding, and would go first.
+                await asyncio.sleep(0)
             closing = close if part is last else None
             stored = await self._commits.append(part.segment.run_id, part.events, closing)
             if stored:

@@ -193,3 +193,160 @@ async def test_the_next_batch_is_observed_while_one_commits(
             assert after > handed or handed == total, store.seen
     finally:
         await inner.close()
+
+
+class GatedAppend:
+    """A real store whose ``gated``-th append (1-based) waits for ``release`` before it
+    commits; ``waiting`` is set once it does."""
+
+    def __init__(self, inner: EventStore, gated: int) -> None:
+        self._inner = inner
+        self._gated = gated
+        self._calls = 0
+        self.waiting = asyncio.Event()
+        self.release = asyncio.Event()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    async def append_batches(self, batches: Any, closes: Any = ()) -> Any:
+        self._calls += 1
+        if self._calls == self._gated:
+            self.waiting.set()
+            await self.release.wait()
+        return await self._inner.append_batches(batches, closes)
+
+
+def _two_batches() -> Any:
+    """An answer in two chunks 0.2 s apart: RUN_STARTED and a message's start, then its
+    content, its end and RUN_FINISHED (two batches: two appends, then the close)."""
+    first = (
+        b'data: {"type":"RUN_STARTED","threadId":"t","runId":"r1"}\n\n'
+        b'data: {"type":"TEXT_MESSAGE_START","messageId":"m","role":"assistant"}\n\n'
+    )
+    second = (
+        b'data: {"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"hi"}\n\n'
+        b'data: {"type":"TEXT_MESSAGE_END","messageId":"m"}\n\n'
+        b'data: {"type":"RUN_FINISHED","threadId":"t","runId":"r1"}\n\n'
+    )
+
+    async def answer() -> AsyncIterator[bytes]:
+        yield first
+        await asyncio.sleep(0.2)
+        yield second
+
+    return scripted_upstream(
+        {"two": lambda _request: StreamingResponse(answer(), media_type="text/event-stream")}
+    )
+
+
+@pytest.mark.parametrize("gated", [1, 2])
+@pytest.mark.parametrize("durability", ["commit", "buffered"])
+async def test_buffered_forwards_before_the_commit_and_commit_after_it(
+    sqlite_url: str, durability: str, gated: int
+) -> None:
+    # While the first (or the second) batch's commit is held back: with durability
+    # "commit" the client gets none of that batch; with "buffered" it gets the batch
+    # before the commit, whose events reach the log once it is let go, and nothing after
+    # it meanwhile. Either way the client's frames are the log's, seq for seq.
+    inner = await open_store(sqlite_url, migrate=True)
+    store = GatedAppend(inner, gated)
+    try:
+        async with serving(_two_batches()) as upstream:
+            settings = Settings(
+                db=sqlite_url, agents={"two": upstream + "/two"}, durability=durability
+            )
+            client = upstream_client(settings)
+            try:
+                proxy = Proxy(store, settings, client, "test")  # type: ignore[arg-type]
+                body = orjson.dumps({"threadId": "t", "runId": "r1", "messages": []})
+                started = asyncio.create_task(proxy.start("two", body, {}))
+                await asyncio.wait_for(store.waiting.wait(), 10)
+                got: list[bytes] = []
+                pending: asyncio.Future[bytes] | None = None
+                if gated == 1 and durability == "commit":
+                    await asyncio.sleep(0.3)
+                    assert not started.done()  # no stream to read before the commit
+                else:
+                    result = await asyncio.wait_for(started, 10)
+                    assert isinstance(result, Stream)
+                    chunks = result.chunks.__aiter__()
+                    # Buffered, the held batch is the client's too; commit, only those before.
+                    shown = 2 if gated == 1 or durability == "commit" else 5
+                    while len(sse_data(b"".join(got))) < shown:
+                        got.append(await asyncio.wait_for(chunks.__anext__(), 10))
+                    if shown < 5:
+                        # What comes next waits for the held commit (buffered, the client
+                        # is at most one batch ahead of the log).
+                        pending = asyncio.ensure_future(chunks.__anext__())
+                        with pytest.raises(TimeoutError):
+                            await asyncio.wait_for(asyncio.shield(pending), 0.3)
+                logged = len(await inner.read_events("r1"))
+                assert logged == 2 * (gated - 1), logged  # the held batch is not in the log
+                store.release.set()
+                if pending is not None:
+                    got.append(await asyncio.wait_for(pending, 10))
+                result = await asyncio.wait_for(started, 10)
+                assert isinstance(result, Stream)
+                got += await asyncio.wait_for(drain(result), 10)
+            finally:
+                await client.close()
+        frames = sse_data(b"".join(got))
+        events = await inner.read_events("r1")
+        assert [e.payload for e in events] == frames and len(frames) == 5
+        assert (await inner.get_run("r1")).status == "finished"
+    finally:
+        await inner.close()
+
+
+class Probed:
+    """A real store that notes, as each append begins, how many events were appended
+    before it, how many it holds, and how many frames the client had read by then."""
+
+    def __init__(self, inner: EventStore, read: list[bytes]) -> None:
+        self._inner = inner
+        self._read = read
+        self._appended = 0
+        self.seen: list[tuple[int, int, int]] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    async def append_batches(self, batches: Any, closes: Any = ()) -> Any:
+        count = sum(len(events) for _run, events in batches)
+        self.seen.append((self._appended, count, len(sse_data(b"".join(self._read)))))
+        self._appended += count
+        return await self._inner.append_batches(batches, closes)
+
+
+async def test_buffered_hands_each_batch_to_the_client_before_its_commit_begins(
+    sqlite_url: str,
+) -> None:
+    # On SQLite a small commit runs on the event loop without yielding: a batch queued for
+    # the client and committed at once would reach the client after its commit all the
+    # same. With durability "buffered" the client's task takes each batch first.
+    inner = await open_store(sqlite_url, migrate=True)
+    read: list[bytes] = []
+    store = Probed(inner, read)
+    try:
+        async with serving(_two_batches()) as upstream:
+            settings = Settings(
+                db=sqlite_url, agents={"two": upstream + "/two"}, durability="buffered"
+            )
+            client = upstream_client(settings)
+            try:
+                proxy = Proxy(store, settings, client, "test")  # type: ignore[arg-type]
+                body = orjson.dumps({"threadId": "t", "runId": "r1", "messages": []})
+                result = await proxy.start("two", body, {})
+                assert isinstance(result, Stream)
+                async with asyncio.timeout(30):
+                    async for chunk in result.chunks:  # as the endpoint sends: no task between
+                        read.append(chunk)
+            finally:
+                await client.close()
+        assert len(store.seen) == 2, store.seen
+        for before, count, client_had in store.seen:
+            assert client_had >= before + count, store.seen
+        assert [e.payload for e in await inner.read_events("r1")] == sse_data(b"".join(read))
+    finally:
+        await inner.close()
