@@ -48,6 +48,23 @@ async def proxy_on(store: EventStore, db_url: str) -> AsyncIterator[Proxy]:
             await client.close()
 
 
+@asynccontextmanager
+async def proxy_to(
+    store: Any, app: Any, name: str, db_url: str, **settings: Any
+) -> AsyncIterator[Proxy]:
+    """A proxy over ``store`` in front of ``app`` served as agent ``name`` at ``/name``."""
+    async with serving(app) as upstream:
+        config = Settings(db=db_url, agents={name: f"{upstream}/{name}"}, **settings)
+        client = upstream_client(config)
+        try:
+            yield Proxy(store, config, client, "test")
+        finally:
+            await client.close()
+
+
+RUN_R1 = orjson.dumps({"threadId": "t", "runId": "r1", "messages": []})
+
+
 async def drain(result: Stream) -> list[bytes]:
     return [chunk async for chunk in result.chunks]
 
@@ -67,16 +84,23 @@ async def test_a_recording_stopped_before_it_ran_still_ends_cleanly(db_url: str)
         await store.close()
 
 
-class HangingClose:
+class Wrapped:
+    """A real store, its methods those of ``inner`` but for what a subclass overrides."""
+
+    def __init__(self, inner: EventStore) -> None:
+        self._inner = inner
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+class HangingClose(Wrapped):
     """A real store whose ``set_status`` hangs (a database that stops answering as the run
     closes); ``closing`` is set once it is called."""
 
     def __init__(self, inner: EventStore) -> None:
-        self._inner = inner
+        super().__init__(inner)
         self.closing = asyncio.Event()
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
 
     async def set_status(self, *args: Any, **kwargs: Any) -> None:
         self.closing.set()
@@ -103,21 +127,18 @@ async def test_a_recording_cancelled_while_closing_still_ends_cleanly(sqlite_url
         await inner.close()
 
 
-class SlowAppend:
+class SlowAppend(Wrapped):
     """A real store whose large appends wait before they commit (a database under load),
     until more frames were observed or 5 s went by. ``seen`` holds, for each, the frames
     observed when it was handed over, the frames appended with it (this one included),
     and the frames observed when it went on."""
 
     def __init__(self, inner: EventStore, observed: list[int], total: int) -> None:
-        self._inner = inner
+        super().__init__(inner)
         self._observed = observed
         self._total = total
         self._appended = 0
         self.seen: list[tuple[int, int, int]] = []
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
 
     async def append_batches(self, batches: Any, closes: Any = ()) -> Any:
         count = sum(len(events) for _run, events in batches)
@@ -172,17 +193,10 @@ async def test_the_next_batch_is_observed_while_one_commits(
     inner = await open_store(sqlite_url, migrate=True)
     store = SlowAppend(inner, observed, total)
     try:
-        async with serving(app) as upstream:
-            settings = Settings(db=sqlite_url, agents={"big": upstream + "/big"})
-            client = upstream_client(settings)
-            try:
-                proxy = Proxy(store, settings, client, "test")  # type: ignore[arg-type]
-                body = orjson.dumps({"threadId": "t", "runId": "r1", "messages": []})
-                result = await proxy.start("big", body, {})
-                assert isinstance(result, Stream)
-                frames = sse_data(b"".join(await asyncio.wait_for(drain(result), 60)))
-            finally:
-                await client.close()
+        async with proxy_to(store, app, "big", sqlite_url) as proxy:
+            result = await proxy.start("big", RUN_R1, {})
+            assert isinstance(result, Stream)
+            frames = sse_data(b"".join(await asyncio.wait_for(drain(result), 60)))
         assert len(frames) == total
         assert [e.seq for e in await inner.read_events("r1")] == list(range(total))
         # Each large batch was handed over before any frame after it was observed, and
@@ -195,19 +209,16 @@ async def test_the_next_batch_is_observed_while_one_commits(
         await inner.close()
 
 
-class GatedAppend:
+class GatedAppend(Wrapped):
     """A real store whose ``gated``-th append (1-based) waits for ``release`` before it
     commits; ``waiting`` is set once it does."""
 
     def __init__(self, inner: EventStore, gated: int) -> None:
-        self._inner = inner
+        super().__init__(inner)
         self._gated = gated
         self._calls = 0
         self.waiting = asyncio.Event()
         self.release = asyncio.Event()
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
 
     async def append_batches(self, batches: Any, closes: Any = ()) -> Any:
         self._calls += 1
@@ -252,45 +263,38 @@ async def test_buffered_forwards_before_the_commit_and_commit_after_it(
     inner = await open_store(sqlite_url, migrate=True)
     store = GatedAppend(inner, gated)
     try:
-        async with serving(_two_batches()) as upstream:
-            settings = Settings(
-                db=sqlite_url, agents={"two": upstream + "/two"}, durability=durability
-            )
-            client = upstream_client(settings)
-            try:
-                proxy = Proxy(store, settings, client, "test")  # type: ignore[arg-type]
-                body = orjson.dumps({"threadId": "t", "runId": "r1", "messages": []})
-                started = asyncio.create_task(proxy.start("two", body, {}))
-                await asyncio.wait_for(store.waiting.wait(), 10)
-                got: list[bytes] = []
-                pending: asyncio.Future[bytes] | None = None
-                if gated == 1 and durability == "commit":
-                    await asyncio.sleep(0.3)
-                    assert not started.done()  # no stream to read before the commit
-                else:
-                    result = await asyncio.wait_for(started, 10)
-                    assert isinstance(result, Stream)
-                    chunks = result.chunks.__aiter__()
-                    # Buffered, the held batch is the client's too; commit, only those before.
-                    shown = 2 if gated == 1 or durability == "commit" else 5
-                    while len(sse_data(b"".join(got))) < shown:
-                        got.append(await asyncio.wait_for(chunks.__anext__(), 10))
-                    if shown < 5:
-                        # What comes next waits for the held commit (buffered, the client
-                        # is at most one batch ahead of the log).
-                        pending = asyncio.ensure_future(chunks.__anext__())
-                        with pytest.raises(TimeoutError):
-                            await asyncio.wait_for(asyncio.shield(pending), 0.3)
-                logged = len(await inner.read_events("r1"))
-                assert logged == 2 * (gated - 1), logged  # the held batch is not in the log
-                store.release.set()
-                if pending is not None:
-                    got.append(await asyncio.wait_for(pending, 10))
+        async with proxy_to(
+            store, _two_batches(), "two", sqlite_url, durability=durability
+        ) as proxy:
+            started = asyncio.create_task(proxy.start("two", RUN_R1, {}))
+            await asyncio.wait_for(store.waiting.wait(), 10)
+            got: list[bytes] = []
+            pending: asyncio.Future[bytes] | None = None
+            if gated == 1 and durability == "commit":
+                await asyncio.sleep(0.3)
+                assert not started.done()  # no stream to read before the commit
+            else:
                 result = await asyncio.wait_for(started, 10)
                 assert isinstance(result, Stream)
-                got += await asyncio.wait_for(drain(result), 10)
-            finally:
-                await client.close()
+                chunks = result.chunks.__aiter__()
+                # Buffered, the held batch is the client's too; commit, only those before.
+                shown = 2 if gated == 1 or durability == "commit" else 5
+                while len(sse_data(b"".join(got))) < shown:
+                    got.append(await asyncio.wait_for(chunks.__anext__(), 10))
+                if shown < 5:
+                    # What comes next waits for the held commit (buffered, the client is
+                    # at most one batch ahead of the log).
+                    pending = asyncio.ensure_future(chunks.__anext__())
+                    with pytest.raises(TimeoutError):
+                        await asyncio.wait_for(asyncio.shield(pending), 0.3)
+            logged = len(await inner.read_events("r1"))
+            assert logged == 2 * (gated - 1), logged  # the held batch is not in the log
+            store.release.set()
+            if pending is not None:
+                got.append(await asyncio.wait_for(pending, 10))
+            result = await asyncio.wait_for(started, 10)
+            assert isinstance(result, Stream)
+            got += await asyncio.wait_for(drain(result), 10)
         frames = sse_data(b"".join(got))
         events = await inner.read_events("r1")
         assert [e.payload for e in events] == frames and len(frames) == 5
@@ -299,18 +303,15 @@ async def test_buffered_forwards_before_the_commit_and_commit_after_it(
         await inner.close()
 
 
-class Probed:
+class Probed(Wrapped):
     """A real store that notes, as each append begins, how many events were appended
     before it, how many it holds, and how many frames the client had read by then."""
 
     def __init__(self, inner: EventStore, read: list[bytes]) -> None:
-        self._inner = inner
+        super().__init__(inner)
         self._read = read
         self._appended = 0
         self.seen: list[tuple[int, int, int]] = []
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
 
     async def append_batches(self, batches: Any, closes: Any = ()) -> Any:
         count = sum(len(events) for _run, events in batches)
@@ -329,21 +330,14 @@ async def test_buffered_hands_each_batch_to_the_client_before_its_commit_begins(
     read: list[bytes] = []
     store = Probed(inner, read)
     try:
-        async with serving(_two_batches()) as upstream:
-            settings = Settings(
-                db=sqlite_url, agents={"two": upstream + "/two"}, durability="buffered"
-            )
-            client = upstream_client(settings)
-            try:
-                proxy = Proxy(store, settings, client, "test")  # type: ignore[arg-type]
-                body = orjson.dumps({"threadId": "t", "runId": "r1", "messages": []})
-                result = await proxy.start("two", body, {})
-                assert isinstance(result, Stream)
-                async with asyncio.timeout(30):
-                    async for chunk in result.chunks:  # as the endpoint sends: no task between
-                        read.append(chunk)
-            finally:
-                await client.close()
+        async with proxy_to(
+            store, _two_batches(), "two", sqlite_url, durability="buffered"
+        ) as proxy:
+            result = await proxy.start("two", RUN_R1, {})
+            assert isinstance(result, Stream)
+            async with asyncio.timeout(30):
+                async for chunk in result.chunks:  # as the endpoint sends: no task between
+                    read.append(chunk)
         assert len(store.seen) == 2, store.seen
         for before, count, client_had in store.seen:
             assert client_had >= before + count, store.seen
