@@ -300,18 +300,14 @@ class RunRecording:
             return False  # the store failed: nothing more is committed
         close = await self._last_of(segment) if streaming else None
         self._unsent = None
-        if not streaming and self._settings.durability == "buffered":
-            # The first events go out as the client's first chunk (the output is still
-            # HELD) before their commit, which follows in a task of its own, as a large
-            # batch's does: the next commit waits for it.
-            for part in parts:
-                if part.events:
-                    await self.output.put(encode_frames(part.datas, part.first_seq))
-            self._inflight = asyncio.create_task(self._commit_and_forward(parts, forwarded=True))
-            return True
-        if streaming and (len(frames) >= _OVERLAP_FROM or self._reader.waiting()):
+        # With durability "buffered" the first events commit in a task of its own too,
+        # after the client's task took them (the output holds them until the stream opens).
+        first_buffered = not streaming and self._settings.durability == "buffered"
+        if first_buffered or (
+            streaming and (len(frames) >= _OVERLAP_FROM or self._reader.waiting())
+        ):
             self._inflight = asyncio.create_task(self._commit_and_forward(parts, close))
-            await asyncio.sleep(0)  # its commit starts now, while the next batch is observed
+            await asyncio.sleep(0)  # it starts now, while the next batch is observed
             return True
         return await self._commit_and_forward(parts, close)
 
@@ -347,18 +343,16 @@ class RunRecording:
             if part.events and not await self._commits.append(part.segment.run_id, part.events):
                 return
 
-    async def _commit_and_forward(
-        self, parts: list[_Part], close: Closing | None = None, *, forwarded: bool = False
-    ) -> bool:
+    async def _commit_and_forward(self, parts: list[_Part], close: Closing | None = None) -> bool:
         """Commit each part (the last with ``close``, its run's), then forward it; with
-        durability "buffered", forward it first (``forwarded``: it was already)."""
+        durability "buffered", forward it first."""
         buffered = self._settings.durability == "buffered"
         last = parts[-1]
         for part in parts:
             if not part.events:
                 continue
             out = encode_frames(part.datas, part.first_seq)
-            if buffered and not forwarded:
+            if buffered:
                 await self.output.put(out)
                 # The client's task writes it out before the commit: a small commit on
                 # SQLite runs on the loop without yielding, and would go first.
