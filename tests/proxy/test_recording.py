@@ -37,15 +37,22 @@ def slow_run(run_id: str) -> bytes:
 
 
 @asynccontextmanager
+async def _proxy(store: Any, settings: Settings) -> AsyncIterator[Proxy]:
+    """A proxy over ``store`` with ``settings``, its agent client closed after."""
+    client = upstream_client(settings)
+    try:
+        yield Proxy(store, settings, client, "test")
+    finally:
+        await client.close()
+
+
+@asynccontextmanager
 async def proxy_on(store: EventStore, db_url: str) -> AsyncIterator[Proxy]:
     """A proxy with one slot, in front of the demo agent."""
     async with demo_upstream() as upstream:
         settings = Settings(db=db_url, agents={"demo": upstream}, max_concurrent_runs=1)
-        client = upstream_client(settings)
-        try:
-            yield Proxy(store, settings, client, "test")
-        finally:
-            await client.close()
+        async with _proxy(store, settings) as proxy:
+            yield proxy
 
 
 @asynccontextmanager
@@ -55,11 +62,8 @@ async def proxy_to(
     """A proxy over ``store`` in front of ``app`` served as agent ``name`` at ``/name``."""
     async with serving(app) as upstream:
         config = Settings(db=db_url, agents={name: f"{upstream}/{name}"}, **settings)
-        client = upstream_client(config)
-        try:
-            yield Proxy(store, config, client, "test")
-        finally:
-            await client.close()
+        async with _proxy(store, config) as proxy:
+            yield proxy
 
 
 RUN_R1 = orjson.dumps({"threadId": "t", "runId": "r1", "messages": []})
