@@ -25,7 +25,9 @@ latest to-dos are kept, ~1.5 KB of state).
 SQLite: separate fresh files, both ``journal_mode=WAL`` and ``synchronous=NORMAL`` (set on the
 LangGraph connection too, which by default keeps SQLite's FULL). PostgreSQL: a fresh
 database each. Bytes on disk: growth of the database (its pages, WAL included, or the
-tables with their indexes and TOAST) over the empty schema, per turn.
+tables with their indexes and TOAST) over the empty schema, per turn. Reads: each seeded
+turn is read by both sides, one right after the other, the first of them alternating
+(``read_both``), so that drift on a shared machine lands on both alike.
 """
 
 from __future__ import annotations
@@ -283,6 +285,39 @@ def _same(turn: int, talk: Conversation, messages: list[dict[str, Any]], state: 
         raise RuntimeError(f"turn {turn}: the state read back differs from the conversation")
 
 
+async def read_both(
+    store: EventStore,
+    saver: Any,
+    talk: Conversation,
+    configs: list[dict[str, Any]],
+    turns: list[int],
+) -> tuple[list[float], list[float], list[float], list[float], list[float]]:
+    """Each turn read by both sides, one right after the other (who goes first alternates),
+    then served by both the same way: drift on a shared machine lands on both alike, where
+    two batches of reads one after the other let a burst of load land on one side. Ours,
+    their decoding floor, theirs; ours served, theirs served."""
+    ours: list[float] = []
+    floors: list[float] = []
+    theirs: list[float] = []
+    our_served: list[float] = []
+    their_served: list[float] = []
+    for k, turn in enumerate(turns):
+        for side in (0, 1) if k % 2 == 0 else (1, 0):
+            if side == 0:
+                samples, floor = await read_ours(store, talk, [turn])
+                ours += samples
+                floors += floor
+            else:
+                theirs += await read_theirs(saver, talk, configs, [turn])
+    for k, turn in enumerate(turns):
+        for side in (0, 1) if k % 2 == 0 else (1, 0):
+            if side == 0:
+                our_served += await serve_ours(store, talk, [turn])
+            else:
+                their_served += await serve_theirs(saver, talk, configs, [turn])
+    return ours, floors, theirs, our_served, their_served
+
+
 # -- databases ----------------------------------------------------------------------------
 
 
@@ -418,10 +453,8 @@ async def measure(ctx: Context, db: str) -> list[Row]:
             our_time, our_build, tenth = await write_ours(ours.store, talk, ours.size)
             their_time, configs = await write_theirs(theirs.store, talk)
             grown = (await ours.size() - empty[0], await theirs.size() - empty[1])
-            our_reads, decoding = await read_ours(ours.store, talk, points)
-            their_reads = await read_theirs(theirs.store, talk, configs, points)
-            our_served = await serve_ours(ours.store, talk, points)
-            their_served = await serve_theirs(theirs.store, talk, configs, points)
+            reads = await read_both(ours.store, theirs.store, talk, configs, points)
+            our_reads, decoding, their_reads, our_served, their_served = reads
             our_list = await list_ours(ours.store, talk)
             their_list = await list_theirs(theirs.store, talk)
         pairs = [
@@ -440,7 +473,7 @@ async def measure(ctx: Context, db: str) -> list[Row]:
                 row.base.append(other)
     rows[0].note = (
         f"a {turns:,}-turn conversation per round, {ctx.plan.peer_rounds} rounds; state read at "
-        f"{ctx.plan.peer_reads} seeded earlier turns (median)"
+        f"{ctx.plan.peer_reads} seeded earlier turns (median), each by both sides in turn"
     )
     rows[2].note = (
         "orjson.loads of the messages and state each read returned, written as JSON, timed "
