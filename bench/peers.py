@@ -36,9 +36,9 @@ import contextlib
 import random
 import statistics
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import aiosqlite
 import asyncpg
@@ -50,6 +50,9 @@ from bench.workload import WORDS
 from recorder.store import Closing, EventStore, NewEvent, NewRun, open_store
 from recorder.timetravel import views
 from recorder.timetravel.history import History
+
+A = TypeVar("A")
+B = TypeVar("B")
 
 INSTALL = "pip install -r bench/requirements.txt"
 MAX_TODOS = 30
@@ -299,23 +302,31 @@ async def read_both(
     ours: list[float] = []
     floors: list[float] = []
     theirs: list[float] = []
+    for k, turn in enumerate(turns):
+        (samples, floor), other = await _in_turn(
+            k, read_ours(store, talk, [turn]), read_theirs(saver, talk, configs, [turn])
+        )
+        ours += samples
+        floors += floor
+        theirs += other
     our_served: list[float] = []
     their_served: list[float] = []
     for k, turn in enumerate(turns):
-        for side in (0, 1) if k % 2 == 0 else (1, 0):
-            if side == 0:
-                samples, floor = await read_ours(store, talk, [turn])
-                ours += samples
-                floors += floor
-            else:
-                theirs += await read_theirs(saver, talk, configs, [turn])
-    for k, turn in enumerate(turns):
-        for side in (0, 1) if k % 2 == 0 else (1, 0):
-            if side == 0:
-                our_served += await serve_ours(store, talk, [turn])
-            else:
-                their_served += await serve_theirs(saver, talk, configs, [turn])
+        mine, other = await _in_turn(
+            k, serve_ours(store, talk, [turn]), serve_theirs(saver, talk, configs, [turn])
+        )
+        our_served += mine
+        their_served += other
     return ours, floors, theirs, our_served, their_served
+
+
+async def _in_turn(k: int, first: Awaitable[A], second: Awaitable[B]) -> tuple[A, B]:
+    """Both awaited, one right after the other: ``first`` first for an even ``k``."""
+    if k % 2:
+        b = await second
+        return await first, b
+    a = await first
+    return a, await second
 
 
 # -- databases ----------------------------------------------------------------------------
