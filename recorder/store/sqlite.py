@@ -20,6 +20,7 @@ import sqlite3
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from itertools import accumulate
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -213,13 +214,16 @@ def _fetch_events(conn: sqlite3.Connection, statement: Any, params: Any) -> list
 
 
 def _insert_events(conn: sqlite3.Connection, statement: Any, blocks: Any) -> None:
-    """Each block's events by groups of ``_GROUPS`` rows to a statement, binding once what
-    they share (half the time ``executemany`` takes to bind and step each row); what is
-    left, whole rows with ``executemany``."""
+    """Each block of ``_WHOLE_FROM`` events or more in one statement (``_insert_whole``);
+    a smaller one by groups of ``_GROUPS`` rows to a statement, binding once what they
+    share (half the time ``executemany`` takes to bind and step each row); what is left,
+    whole rows with ``executemany``."""
     rest: list[tuple[Any, ...]] = []
     for block in blocks:
         columns = block.columns
         count = len(columns) // 3
+        if count >= _WHOLE_FROM and _insert_whole(conn, block):
+            continue
         done = 0
         for size in _GROUPS:
             while count - done >= size:
@@ -240,6 +244,7 @@ def _insert_events(conn: sqlite3.Connection, statement: Any, blocks: Any) -> Non
 
 
 _GROUPS = (128, 16)  # rows per statement (each size is one prepared statement, cached)
+_WHOLE_FROM = 256  # events in a block written by one statement, ``_insert_whole``
 
 
 @functools.cache
@@ -251,6 +256,68 @@ def _insert_group(size: int) -> str:
         for k in range(size)
     )
     return f"INSERT INTO events ({', '.join(INSERT_COLUMNS)}) VALUES {rows}"
+
+
+def _insert_whole(conn: sqlite3.Connection, block: Any) -> bool:
+    """Write the block in one statement, the k-th row cut from joined columns: its type
+    and payload from the joined types and payloads (where each begins: ``_OFFSET`` ASCII
+    digits per row, one more for the end), its hash 32 bytes at 32k. False, having written
+    nothing, for a block this cannot carry (a type that is None or not ASCII, a hash that
+    is not 32 bytes): it goes by rows.
+
+    Why: ``sqlite3`` lets go of the GIL around each statement's step, and must take it
+    back after; while the proxy's loop is busy, that takes up to the interpreter's switch
+    interval each time. A block of 2,000 events by 128-row statements waited ~16 times;
+    this waits once, and SQLite cuts and inserts the rows outside the GIL."""
+    columns = block.columns
+    types, payloads, hashes = columns[0::3], columns[1::3], columns[2::3]
+    if None in types:
+        return False
+    joined = "".join(types)
+    chain = b"".join(hashes)
+    if not joined.isascii() or len(chain) != 32 * len(hashes):
+        return False  # (an ASCII type's length is its length in bytes)
+    ends = _OFFSETS * (len(types) + 1)
+    conn.execute(
+        _INSERT_WHOLE,
+        (
+            block.position,
+            block.thread_id,
+            block.run_id,
+            block.seq,
+            block.recorded_at,
+            block.origin,
+            len(types),
+            joined.encode(),
+            ends % tuple(accumulate(map(len, types), initial=1)),
+            b"".join(payloads),
+            ends % tuple(accumulate(map(len, payloads), initial=1)),
+            chain,
+        ),
+    )
+    return True
+
+
+_OFFSET = 12  # digits of a 1-based offset into a joined column (a block under 1 TB)
+_OFFSETS = b"%0" + str(_OFFSET).encode() + b"d"
+
+
+def _cut(joined: str, offsets: str) -> str:
+    """SQL for the k-th row's part of a joined column (a blob), ``k`` being the generator's row."""
+    start = f"CAST(substr({offsets}, {_OFFSET} * k + 1, {_OFFSET}) AS INTEGER)"
+    end = f"CAST(substr({offsets}, {_OFFSET} * k + {_OFFSET + 1}, {_OFFSET}) AS INTEGER)"
+    return f"substr({joined}, {start}, {end} - {start})"
+
+
+# ?1-?6 as in ``_insert_group``; ?7 the rows; ?8/?9 the joined types and their offsets,
+# ?10/?11 the joined payloads and theirs, ?12 the joined hashes. A blob's ``substr`` counts
+# bytes and costs the same wherever it cuts (a text's would count characters from the start).
+_INSERT_WHOLE = (
+    "WITH RECURSIVE rows(k) AS (SELECT 0 UNION ALL SELECT k + 1 FROM rows WHERE k + 1 < ?7) "
+    f"INSERT INTO events ({', '.join(INSERT_COLUMNS)}) "
+    f"SELECT ?1 + k, ?2, ?3, ?4 + k, CAST({_cut('?8', '?9')} AS TEXT), {_cut('?10', '?11')}, "
+    "?5, ?6, substr(?12, 32 * k + 1, 32) FROM rows"
+)
 
 
 def _nothing(conn: sqlite3.Connection, statement: Any, params: Any) -> None:

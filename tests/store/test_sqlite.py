@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import itertools
 import sqlite3
 from pathlib import Path
+from typing import Any
 
-from recorder.store import NewRun, open_store
+import pytest
+
+from recorder.store import NewEvent, NewRun, open_store
+from recorder.store import sqlite as sqlite_module
 from tests.store.spec.conftest import ev
 
 
@@ -62,3 +68,88 @@ async def test_reads_go_on_while_another_process_writes(sqlite_url: str) -> None
     finally:
         other.close()
         await store.close()
+
+
+def _batches() -> list[tuple[str, list[NewEvent]]]:
+    """Blocks of every shape the one-statement insert must write as the rows do, or leave
+    to them: plain types; types that are empty, non-ASCII, NUL-bearing or None; payloads
+    that are empty, binary or large; two origins and two times in one batch."""
+    plain = [
+        NewEvent(
+            b'{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"%d"}' % i,
+            kind,
+            recorded_at=1.5,
+        )
+        for i, kind in zip(range(700), itertools.cycle(["TEXT_MESSAGE_CONTENT", "", "X" * 300]))
+    ]
+    odd = [
+        NewEvent(b"", "CUSTOM", recorded_at=2.0),
+        NewEvent(b"\x00\xff\xfe binary \n\n", "RAW", recorded_at=2.0),
+        NewEvent(b"x" * 100_000, "CUSTOM", recorded_at=2.0),
+        *(NewEvent(b"%d" % i, "CUSTOM", recorded_at=2.0) for i in range(300)),
+        *(NewEvent(b"%d" % i, "CUSTOM", origin="recorder", recorded_at=2.0) for i in range(300)),
+        *(NewEvent(b"%d" % i, "CUSTOM", recorded_at=3.0) for i in range(300)),
+    ]
+    return [
+        ("r1", plain),
+        ("r2", odd),
+        (
+            "r1",
+            [NewEvent(b"{}", None, recorded_at=1.5) if i == 150 else plain[i] for i in range(300)],
+        ),
+        (
+            "r2",
+            [
+                NewEvent(b"{}", "TYPE_\u00e9" if i == 7 else "C", recorded_at=5.0)
+                for i in range(300)
+            ],
+        ),
+        ("r2", [NewEvent(b"{}", "A\x00B", recorded_at=6.0) for i in range(300)]),
+    ]
+
+
+async def test_large_blocks_in_one_statement_store_what_rows_store(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A block of 256 events or more is written by one INSERT that cuts each row out of the
+    # joined columns (``_insert_whole``). What it stores must be byte for byte what binding
+    # each row stores, where it takes a block and where it leaves one to the rows.
+    whole: list[bool] = []
+    taken = sqlite_module._insert_whole
+
+    def spy(conn: sqlite3.Connection, block: Any) -> bool:
+        whole.append(taken(conn, block))
+        return whole[-1]
+
+    monkeypatch.setattr(sqlite_module, "_insert_whole", spy)
+    dumps: list[list[tuple[Any, ...]]] = []
+    for limit in (sqlite_module._WHOLE_FROM, 10**9):  # one statement, then rows only
+        monkeypatch.setattr(sqlite_module, "_WHOLE_FROM", limit)
+        path = tmp_path / f"whole-{limit}.db"
+        store = await open_store(f"sqlite+aiosqlite:///{path}", migrate=True)
+        try:
+            for run_id in ("r1", "r2"):
+                await store.create_run(NewRun(run_id, "t1"))
+            await store.append_batches(_batches())
+            report = await store.verify_chains()
+            assert report.ok, report
+        finally:
+            await store.close()
+        with contextlib.closing(sqlite3.connect(path)) as conn:
+            dumps.append(
+                conn.execute(
+                    "SELECT position, thread_id, run_id, seq, type, typeof(type), payload,"
+                    " typeof(payload), recorded_at, origin, hash, length(hash)"
+                    " FROM events ORDER BY position"
+                ).fetchall()
+            )
+    # The plain and odd blocks went whole; the None and the non-ASCII types went by rows.
+    assert whole.count(True) == 5 and whole.count(False) == 2
+    assert len(dumps[0]) == 700 + 903 + 300 + 300 + 300
+    assert dumps[0] == dumps[1]
+    by_seq = {(row[2], row[3]): row for row in dumps[0]}
+    assert by_seq["r2", 1][6] == b"\x00\xff\xfe binary \n\n" and by_seq["r2", 0][6] == b""
+    assert by_seq["r2", 0][7] == "blob" and by_seq["r1", 1][4:6] == ("", "text")
+    assert by_seq["r1", 850][4] is None and by_seq["r2", 910][4] == "TYPE_\u00e9"
+    assert by_seq["r2", 1203][4] == "AB"  # NUL characters are dropped from a stored type
+    assert {row[11] for row in dumps[0]} == {32}
