@@ -278,12 +278,7 @@ async def _insert_events(conn: _Connection, statement: Any, blocks: Any) -> None
         columns = block.columns
         await conn.execute(
             _INSERT_BLOCK,
-            block.position,
-            block.thread_id,
-            block.run_id,
-            block.seq,
-            block.recorded_at,
-            block.origin,
+            *block.shared(),
             columns[0::3],
             columns[1::3],
             columns[2::3],

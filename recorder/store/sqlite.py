@@ -281,12 +281,7 @@ def _insert_whole(conn: sqlite3.Connection, block: Any) -> bool:
     conn.execute(
         _INSERT_WHOLE,
         (
-            block.position,
-            block.thread_id,
-            block.run_id,
-            block.seq,
-            block.recorded_at,
-            block.origin,
+            *block.shared(),
             len(types),
             joined.encode(),
             ends % tuple(accumulate(map(len, types), initial=1)),

@@ -64,6 +64,18 @@ class EventBlock(NamedTuple):
     origin: str
     columns: list[Any]
 
+    def shared(self) -> tuple[int, str, str, int, float, str]:
+        """What the events share, as the drivers bind it: the first position, the thread,
+        the run, the first seq, recorded_at and the origin."""
+        return (
+            self.position,
+            self.thread_id,
+            self.run_id,
+            self.seq,
+            self.recorded_at,
+            self.origin,
+        )
+
     def rows(self, start: int = 0) -> list[tuple[Any, ...]]:
         """The events from the ``start``-th on as whole rows (``INSERT_COLUMNS`` order)."""
         columns = self.columns
