@@ -28,6 +28,7 @@ _THREAD = b"agui-recorder/thread\x00"
 _SEQ_TYPE = struct.Struct(">qi")
 _LENGTH = struct.Struct(">I")
 _sha256 = hashlib.sha256
+HASH_BYTES = _sha256().digest_size  # an event's stored hash
 
 
 def _text(value: str) -> bytes:

@@ -30,6 +30,7 @@ from sqlalchemy.engine import Connection, make_url
 from sqlalchemy.pool import StaticPool
 
 from recorder.errors import StoreUnavailable
+from recorder.store.chain import HASH_BYTES
 from recorder.store.errors import Failure
 from recorder.store.migrations import apply_migrations
 from recorder.store.sqlite_writer import SQLiteWriter, connect
@@ -261,9 +262,9 @@ def _insert_group(size: int) -> str:
 def _insert_whole(conn: sqlite3.Connection, block: Any) -> bool:
     """Write the block in one statement, the k-th row cut from joined columns: its type
     and payload from the joined types and payloads (where each begins: ``_OFFSET`` ASCII
-    digits per row, one more for the end), its hash 32 bytes at 32k. False, having written
-    nothing, for a block this cannot carry (a type that is None or not ASCII, a hash that
-    is not 32 bytes): it goes by rows.
+    digits per row, one more for the end), its hash ``HASH_BYTES`` at ``HASH_BYTES * k``.
+    False, having written nothing, for a block this cannot carry (a type that is None or
+    not ASCII): it goes by rows.
 
     Why: ``sqlite3`` lets go of the GIL around each statement's step, and must take it
     back after; while the proxy's loop is busy, that takes up to the interpreter's switch
@@ -274,8 +275,7 @@ def _insert_whole(conn: sqlite3.Connection, block: Any) -> bool:
     if None in types:
         return False
     joined = "".join(types)
-    chain = b"".join(hashes)
-    if not joined.isascii() or len(chain) != 32 * len(hashes):
+    if not joined.isascii():
         return False  # (an ASCII type's length is its length in bytes)
     ends = _OFFSETS * (len(types) + 1)
     conn.execute(
@@ -287,7 +287,7 @@ def _insert_whole(conn: sqlite3.Connection, block: Any) -> bool:
             ends % tuple(accumulate(map(len, types), initial=1)),
             b"".join(payloads),
             ends % tuple(accumulate(map(len, payloads), initial=1)),
-            chain,
+            b"".join(hashes),
         ),
     )
     return True
@@ -311,7 +311,7 @@ _INSERT_WHOLE = (
     "WITH RECURSIVE rows(k) AS (SELECT 0 UNION ALL SELECT k + 1 FROM rows WHERE k + 1 < ?7) "
     f"INSERT INTO events ({', '.join(INSERT_COLUMNS)}) "
     f"SELECT ?1 + k, ?2, ?3, ?4 + k, CAST({_cut('?8', '?9')} AS TEXT), {_cut('?10', '?11')}, "
-    "?5, ?6, substr(?12, 32 * k + 1, 32) FROM rows"
+    f"?5, ?6, substr(?12, {HASH_BYTES} * k + 1, {HASH_BYTES}) FROM rows"
 )
 
 
