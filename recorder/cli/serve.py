@@ -25,8 +25,8 @@ from recorder.store import EventStore, open_store
 from recorder.telemetry.logs import configure as configure_logging
 
 _BELOW = 8192  # ports below the connections' range chosen from
-YOUNG_COLLECTION = 20_000  # new container objects between two young collections
 _TRIES = 32
+YOUNG_COLLECTION = 20_000  # new container objects between two young collections (settle_heap)
 
 
 def free_port(host: str = "127.0.0.1") -> int:

@@ -228,15 +228,8 @@ def _insert_events(conn: sqlite3.Connection, statement: Any, blocks: Any) -> Non
         done = 0
         for size in _GROUPS:
             while count - done >= size:
-                shared = [
-                    block.position + done,
-                    block.thread_id,
-                    block.run_id,
-                    block.seq + done,
-                    block.recorded_at,
-                    block.origin,
-                ]
-                conn.execute(_insert_group(size), shared + columns[3 * done : 3 * (done + size)])
+                rows = columns[3 * done : 3 * (done + size)]
+                conn.execute(_insert_group(size), (*block.shared(done), *rows))
                 done += size
         if done < count:
             rest += block.rows(done)

@@ -64,14 +64,14 @@ class EventBlock(NamedTuple):
     origin: str
     columns: list[Any]
 
-    def shared(self) -> tuple[int, str, str, int, float, str]:
-        """What the events share, as the drivers bind it: the first position, the thread,
-        the run, the first seq, recorded_at and the origin."""
+    def shared(self, start: int = 0) -> tuple[int, str, str, int, float, str]:
+        """What the events from the ``start``-th on share, as the drivers bind it: their
+        first position, the thread, the run, their first seq, recorded_at and the origin."""
         return (
-            self.position,
+            self.position + start,
             self.thread_id,
             self.run_id,
-            self.seq,
+            self.seq + start,
             self.recorded_at,
             self.origin,
         )
