@@ -15,6 +15,9 @@ import httpx
 from bench.client import StreamError, new_client, read_stream, run_input, settled
 from bench.context import Context, store_url
 from bench.report import Row, at_least, at_most
+from recorder.proxy.output import QUEUED_BATCHES
+from recorder.proxy.reader import READ_AHEAD
+from recorder.proxy.recording import IN_FLIGHT
 
 
 async def run(ctx: Context) -> list[Row]:
@@ -116,8 +119,9 @@ async def run(ctx: Context) -> list[Row]:
             at_most(1.1),
             note=(
                 f"{streams} requests of {expected:,} events at once, twice; after warm-up "
-                f"{warm:.0f} MB (per stream the recorder holds at most {2000:,} read-ahead "
-                "frames and 4 recorded batches)"
+                f"{warm:.0f} MB (per stream the recorder holds at most {READ_AHEAD:,} "
+                f"read-ahead frames and what one read brings, {IN_FLIGHT} batches handed to "
+                f"the store and {QUEUED_BATCHES} recorded batches for the client)"
             ),
         ),
     ]

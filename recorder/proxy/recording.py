@@ -33,13 +33,18 @@ events too, whose commit then follows on a task of its own) and committed right 
 it; the next batch waits for that commit, so the client is at most one batch ahead of
 the log.
 
-While one batch commits, the next is observed (checked, numbered, made into events): when
-the stream outpaces the recording (large batches), the commit goes on in a task of its own
-(which forwards the batch once it committed), so the database's work and the recording's
-overlap. Batches still commit and reach the client one at a time, in order: the next one
-is handed over only once the one before was committed and forwarded. A batch observed is
-committed before anything else of its run is (a cancelled recording commits what it had
-observed before its closing RUN_ERROR), so the seqs forwarded are the seqs stored.
+While batches commit, the next is observed (checked, numbered, made into events): when
+the stream outpaces the recording (large batches), each commit goes on in a task of its
+own (which forwards the batch once it committed), so the database's work and the
+recording's overlap. Up to ``IN_FLIGHT`` batches are handed over at a time: the recording
+goes on observing while the one before the last is still committing, instead of waiting
+for it (on two cores a large batch's commit took two to three times as long as observing
+it, and the loop sat idle in each wait). Batches
+still commit and reach the client one at a time, in order: each one's task starts its
+commit only once the batch before was committed and forwarded, and commits nothing once
+that one failed. A batch observed is committed before anything else of its run is (a
+cancelled recording commits what it had observed before its closing RUN_ERROR), so the
+seqs forwarded are the seqs stored.
 
 A run whose last events are the end of the answer (RUN_FINISHED or RUN_ERROR was observed,
 and the reader has seen the answer close) is closed in the commit of that batch, if the
@@ -60,6 +65,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import enum
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -89,6 +95,9 @@ _OVERLAP_FROM = 32
 # (to the database, then to the client) while the next one is observed, not after it, and
 # the other streams and requests wait a fraction of a millisecond at most.
 _TURN_EVERY = 64
+# Batches handed over to commit (each in a task of its own, one after the other) at most:
+# while one commits, the next waits its turn and the recording observes a third.
+IN_FLIGHT = 2
 
 
 class Phase(enum.Enum):
@@ -138,9 +147,10 @@ class RunRecording:
         self._commits = _Commits(host.committer, self._settings.on_store_failure)
         self.output = ClientOutput(self._client_left)
         self.task: asyncio.Task[None]
-        # The batch committing (and then forwarded) in a task of its own, and the parts of
-        # a batch observed but not yet handed to a commit.
-        self._inflight: asyncio.Task[bool] | None = None
+        # The batches committing (and then forwarded), each in a task of its own that
+        # waits for the one before, the last handed over at the right; and the parts of a
+        # batch observed but not yet handed to a commit.
+        self._inflight: deque[asyncio.Task[bool]] = deque()
         self._unsent: list[_Part] | None = None
 
     def attach(self, response: Answer) -> None:
@@ -265,7 +275,8 @@ class RunRecording:
 
         ``streaming`` (a batch of the recording's own task, not the first on the request's):
         when the batch is large or more frames are waiting already, it commits in a task
-        of its own (``_inflight``) while the next one is observed; and when it ends its run
+        of its own (``_inflight``) while the next one is observed, once all but the last
+        batch handed over before it are done; and when it ends its run
         and the answer, the run's close goes in its commit. The first batch's commit is the
         first event's wait (durability "commit"): its run, should it end there, is closed
         after it."""
@@ -296,17 +307,19 @@ class RunRecording:
             segment.next_seq += 1
             if not n % _TURN_EVERY:
                 await asyncio.sleep(0)
-        if not await self._settle():
-            return False  # the store failed: nothing more is committed
-        close = await self._last_of(segment) if streaming else None
-        self._unsent = None
         # With durability "buffered" the first events commit in a task of its own too,
         # after the client's task took them (the output holds them until the stream opens).
         first_buffered = not streaming and self._settings.durability == "buffered"
-        if first_buffered or (
+        overlap = first_buffered or (
             streaming and (len(frames) >= _OVERLAP_FROM or self._reader.waiting())
-        ):
-            self._inflight = asyncio.create_task(self._commit_and_forward(parts, close))
+        )
+        if not await self._settle(IN_FLIGHT - 1 if overlap else 0):
+            return False  # the store failed: nothing more is committed
+        close = await self._last_of(segment) if streaming else None
+        self._unsent = None
+        if overlap:
+            before = self._inflight[-1] if self._inflight else None
+            self._inflight.append(asyncio.create_task(self._after(before, parts, close)))
             await asyncio.sleep(0)  # it starts now, while the next batch is observed
             return True
         return await self._commit_and_forward(parts, close)
@@ -321,21 +334,35 @@ class RunRecording:
             return None
         return self._runs.closing(segment, None, summary=True)
 
-    async def _settle(self) -> bool:
-        """Wait for the batch in flight to be committed and forwarded; False when the store
-        failed it and the recording must stop. A cancellation of the waiter leaves it be."""
+    async def _settle(self, leave: int = 0) -> bool:
+        """Wait until at most ``leave`` batches in flight are left to commit and forward;
+        False when the store failed one of them and the recording must stop. A
+        cancellation of the waiter leaves them be."""
         inflight = self._inflight
-        if inflight is None:
-            return True
-        try:
-            return await asyncio.shield(inflight)
-        finally:
-            if inflight.done():  # (a cancelled waiter leaves it for the next to wait on)
-                self._inflight = None
+        ok = True
+        while len(inflight) > leave:
+            task = inflight[0]  # (each waits for the one before it: the oldest ends first)
+            try:
+                ok = await asyncio.shield(task) and ok
+            finally:
+                if task.done():  # (a cancelled waiter leaves it for the next to wait on)
+                    inflight.popleft()
+        # One left in flight may have failed already: what is handed over behind it would
+        # commit nothing, so the recording stops now.
+        return ok and not any(map(_failed, inflight))
+
+    async def _after(
+        self, before: asyncio.Task[bool] | None, parts: list[_Part], close: Closing | None
+    ) -> bool:
+        """``_commit_and_forward`` once the batch handed over ``before`` is committed and
+        forwarded; nothing (False) when that one failed."""
+        if before is not None and not await asyncio.shield(before):
+            return False
+        return await self._commit_and_forward(parts, close)
 
     async def _flush(self) -> None:
-        """Before a cancelled recording's RUN_ERROR: the batch in flight committed, then the
-        events it had observed and not handed over (they are not forwarded: the client is
+        """Before a cancelled recording's RUN_ERROR: the batches in flight committed, then
+        the events it had observed and not handed over (they are not forwarded: the client is
         gone, or going)."""
         stopped = not await self._settle()
         unsent, self._unsent = self._unsent or [], None
@@ -432,6 +459,11 @@ class _Commits:
         """Commit a RUN_ERROR of the recorder's, if the store lets it."""
         with contextlib.suppress(StoreError):
             await self._committer.append(run_id, [event])
+
+
+def _failed(task: asyncio.Task[bool]) -> bool:
+    """Whether a batch's task is done and committed nothing (its store failed)."""
+    return task.done() and not task.cancelled() and task.exception() is None and not task.result()
 
 
 def _broken(exc: BaseException, idle_timeout: float) -> tuple[str, str]:

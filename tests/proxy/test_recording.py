@@ -18,6 +18,7 @@ import pytest
 from starlette.responses import StreamingResponse
 
 from recorder.config import Settings
+from recorder.errors import StoreUnavailable
 from recorder.proxy.proxy import Proxy, Stream
 from recorder.proxy.segments import Segment
 from recorder.runtime import upstream_client
@@ -157,14 +158,8 @@ class SlowAppend(Wrapped):
         return await self._inner.append_batches(batches, closes)
 
 
-async def test_the_next_batch_is_observed_while_one_commits(
-    sqlite_url: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # A large batch is handed to the store as soon as it is observed, and the recording
-    # observes what came next while the store works: the two overlap instead of taking
-    # turns (the hop's rate is the slower of the two, not their sum). After its first
-    # frames the upstream sends everything at once: the next frames are there already
-    # when a batch has been observed.
+def counting_observed(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """A one-item list counting the frames every recording observed from now on."""
     observed = [0]
     observe = Segment.observe
 
@@ -173,6 +168,14 @@ async def test_the_next_batch_is_observed_while_one_commits(
         return observe(segment, data, summary)
 
     monkeypatch.setattr(Segment, "observe", counting)
+    return observed
+
+
+def flood(chunks: int) -> Any:
+    """An upstream (agent ``big``) that sends RUN_STARTED and a message's start, then, 0.3 s
+    later, ``chunks`` chunks of 500 text deltas at once, the message's end and
+    RUN_FINISHED: ``4 + 500 * chunks`` frames. The first batch is the first event's
+    (committed alone); the next frames are there already whenever a batch was observed."""
     frame = b'data: {"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"x"}\n\n'
     start = (
         b'data: {"type":"RUN_STARTED","threadId":"t","runId":"r1"}\n\n'
@@ -182,18 +185,28 @@ async def test_the_next_batch_is_observed_while_one_commits(
         b'data: {"type":"TEXT_MESSAGE_END","messageId":"m"}\n\n'
         b'data: {"type":"RUN_FINISHED","threadId":"t","runId":"r1"}\n\n'
     )
-    total = 4 + 6000
 
     async def answer() -> AsyncIterator[bytes]:
         yield start
-        await asyncio.sleep(0.3)  # (the first batch is the first event's: committed alone)
-        for _ in range(12):
+        await asyncio.sleep(0.3)
+        for _ in range(chunks):
             yield frame * 500
         yield end
 
-    app = scripted_upstream(
+    return scripted_upstream(
         {"big": lambda _request: StreamingResponse(answer(), media_type="text/event-stream")}
     )
+
+
+async def test_the_next_batch_is_observed_while_one_commits(
+    sqlite_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A large batch is handed to the store as soon as it is observed, and the recording
+    # observes what came next while the store works: the two overlap instead of taking
+    # turns (the hop's rate is the slower of the two, not their sum).
+    observed = counting_observed(monkeypatch)
+    total = 4 + 6000
+    app = flood(12)
     inner = await open_store(sqlite_url, migrate=True)
     store = SlowAppend(inner, observed, total)
     try:
@@ -203,12 +216,116 @@ async def test_the_next_batch_is_observed_while_one_commits(
             frames = sse_data(b"".join(await asyncio.wait_for(drain(result), 60)))
         assert len(frames) == total
         assert [e.seq for e in await inner.read_events("r1")] == list(range(total))
-        # Each large batch was handed over before any frame after it was observed, and
-        # those that came after it were observed while it waited to commit.
+        # The first large batch was handed over before any frame after it was observed
+        # (the later ones wait their turn behind it: the next test), and each one's
+        # successors were observed while it waited to commit.
         assert len(store.seen) >= 2, store.seen
-        for handed, appended, after in store.seen:
-            assert handed == appended, store.seen
+        assert store.seen[0][0] == store.seen[0][1], store.seen
+        for handed, _appended, after in store.seen:
             assert after > handed or handed == total, store.seen
+    finally:
+        await inner.close()
+
+
+class HeldAppend(Wrapped):
+    """A real store whose first large append waits for ``release`` (``waiting`` is set when
+    it does), then commits, or with ``fail`` raises StoreUnavailable, as every append after
+    it does. ``counts`` holds the events of each append it was given, and ``handed`` the
+    frames observed when the held one came."""
+
+    def __init__(self, inner: EventStore, observed: list[int], fail: bool = False) -> None:
+        super().__init__(inner)
+        self._observed = observed
+        self._fail = fail
+        self._failing = False
+        self.waiting = asyncio.Event()
+        self.release = asyncio.Event()
+        self.handed = -1
+        self.counts: list[int] = []
+
+    async def append_batches(self, batches: Any, closes: Any = ()) -> Any:
+        count = sum(len(events) for _run, events in batches)
+        self.counts.append(count)
+        if count >= 100 and not self.waiting.is_set():
+            self.handed = self._observed[0]
+            self.waiting.set()
+            await self.release.wait()
+            self._failing = self._fail
+        if self._failing:
+            raise StoreUnavailable("database connection lost")
+        return await self._inner.append_batches(batches, closes)
+
+
+async def quiet(observed: list[int]) -> int:
+    """The frames observed once no more were for 0.3 s: as far as the recording goes."""
+    while True:
+        seen = observed[0]
+        await asyncio.sleep(0.3)
+        if observed[0] == seen:
+            return seen
+
+
+async def test_one_more_batch_is_observed_while_the_one_before_waits_its_turn(
+    sqlite_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # While a large batch commits, the next is handed over and waits its turn (in the
+    # recording: the store is given one batch of a run at a time), and the one after
+    # that is observed: the loop does not wait for the store at each batch. No further:
+    # the recording then waits for the first commit.
+    observed = counting_observed(monkeypatch)
+    total = 4 + 30000  # (a batch is up to 2,000 frames and what one read brings)
+    inner = await open_store(sqlite_url, migrate=True)
+    store = HeldAppend(inner, observed)
+    try:
+        async with proxy_to(store, flood(60), "big", sqlite_url) as proxy:
+            result = await proxy.start("big", RUN_R1, {})
+            assert isinstance(result, Stream)
+            reading = asyncio.create_task(drain(result))
+            await asyncio.wait_for(store.waiting.wait(), 10)
+            held_at = await quiet(observed)
+            appends_while_held = len(store.counts)
+            store.release.set()
+            frames = sse_data(b"".join(await asyncio.wait_for(reading, 60)))
+        assert len(frames) == total
+        assert [e.seq for e in await inner.read_events("r1")] == list(range(total))
+        held = next(n for n, count in enumerate(store.counts) if count >= 100)
+        assert appends_while_held == held + 1, store.counts  # nothing more reached it
+        after, next_after = store.counts[held + 1], store.counts[held + 2]
+        assert held_at == store.handed + after + next_after, (held_at, store.handed, store.counts)
+        assert held_at < total
+    finally:
+        await inner.close()
+
+
+async def test_a_failed_commit_stops_the_batch_waiting_behind_it(
+    sqlite_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The batch handed over behind a commit that fails commits nothing and reaches no
+    # client: the client's stream is what was committed, then the store_failure RUN_ERROR.
+    observed = counting_observed(monkeypatch)
+    inner = await open_store(sqlite_url, migrate=True)
+    store = HeldAppend(inner, observed, fail=True)
+    try:
+        config = {"journal": False, "on_store_failure": "error"}
+        async with proxy_to(store, flood(24), "big", sqlite_url, **config) as proxy:
+            result = await proxy.start("big", RUN_R1, {})
+            assert isinstance(result, Stream)
+            reading = asyncio.create_task(drain(result))
+            await asyncio.wait_for(store.waiting.wait(), 10)
+            held_at = await quiet(observed)
+            store.release.set()
+            frames = sse_data(b"".join(await asyncio.wait_for(reading, 60)))
+        recorded = await inner.read_events("r1")
+        assert [e.type for e in recorded] == ["RUN_STARTED", "TEXT_MESSAGE_START"]
+        last = orjson.loads(frames[-1])
+        assert (last["type"], last["code"]) == ("RUN_ERROR", "store_failure")
+        assert frames[:-1] == [e.payload for e in recorded]
+        # The store was offered the held batch and nothing after it: never the batch
+        # observed behind it (which was, while the held one waited). (The RUN_ERROR is the
+        # one frame never in the log: the log failed.)
+        assert held_at > store.handed
+        assert len(store.counts) == 2 and store.counts[1] >= 100, store.counts
+        assert (await inner.get_run("r1")).status == "error"
     finally:
         await inner.close()
 
