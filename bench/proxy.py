@@ -15,9 +15,9 @@ import httpx
 from bench.client import StreamError, new_client, read_stream, run_input, settled
 from bench.context import Context, store_url
 from bench.report import Row, at_least, at_most
+from recorder.proxy.committer import IN_FLIGHT
 from recorder.proxy.output import QUEUED_BATCHES
 from recorder.proxy.reader import READ_AHEAD
-from recorder.proxy.recording import IN_FLIGHT
 
 
 async def run(ctx: Context) -> list[Row]:
@@ -121,7 +121,8 @@ async def run(ctx: Context) -> list[Row]:
                 f"{streams} requests of {expected:,} events at once, twice; after warm-up "
                 f"{warm:.0f} MB (per stream the recorder holds at most {READ_AHEAD:,} "
                 f"read-ahead frames and what one read brings, {IN_FLIGHT} batches handed to "
-                f"the store and {QUEUED_BATCHES} recorded batches for the client)"
+                f"the store (one on PostgreSQL) and {QUEUED_BATCHES} recorded batches for "
+                "the client)"
             ),
         ),
     ]

@@ -23,6 +23,10 @@ from recorder.store import Appended, Closing, EventStore, NewEvent
 from recorder.telemetry import NO_OBSERVER, Observer
 
 _MAX_GROUP = 5000  # events per commit; a batch larger on its own is committed alone
+# Batches of one stream worth handing over at a time where large appends run on a thread
+# of their own (SQLite's writer): while one commits, the next waits its turn and the loop
+# observes a third.
+IN_FLIGHT = 2
 
 
 @dataclass(slots=True)
@@ -44,6 +48,12 @@ class GroupCommitter:
         self._task: asyncio.Task[None] | None = None
         self._busy = False  # a commit is under way (the writer's or a caller's own)
         self._direct = bool(getattr(store, "append_survives_cancel", False))
+        # How many batches of one stream may be handed over at a time (``RunRecording``).
+        # Two where appends run off the loop (SQLite: the stores whose appends survive a
+        # cancelled caller), which keeps the loop observing while the writer works; one
+        # on PostgreSQL, whose client side of a commit runs on the loop itself: there,
+        # two measured 0.86x-0.94x one.
+        self.in_flight = IN_FLIGHT if self._direct else 1
 
     async def append(
         self, run_id: str, events: Sequence[NewEvent], close: Closing | None = None

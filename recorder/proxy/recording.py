@@ -36,13 +36,13 @@ the log.
 While batches commit, the next is observed (checked, numbered, made into events): when
 the stream outpaces the recording (large batches), each commit goes on in a task of its
 own (which forwards the batch once it committed), so the database's work and the
-recording's overlap. Up to ``IN_FLIGHT`` batches are handed over at a time: the recording
-goes on observing while the one before the last is still committing, instead of waiting
-for it (on two cores a large batch's commit took two to three times as long as observing
-it, and the loop sat idle in each wait). Batches
-still commit and reach the client one at a time, in order: each one's task starts its
-commit only once the batch before was committed and forwarded, and commits nothing once
-that one failed. A batch observed is committed before anything else of its run is (a
+recording's overlap. On SQLite up to two batches are handed over at a time
+(``GroupCommitter.in_flight``): the recording goes on observing while the one before the
+last is still committing, instead of waiting for it (on two cores a large batch's commit
+took two to three times as long as observing it, and the loop sat idle in each wait).
+Batches still commit and reach the client one at a time, in order: each one's task starts
+its commit only once the batch before was committed and forwarded, and commits nothing
+once that one failed. A batch observed is committed before anything else of its run is (a
 cancelled recording commits what it had observed before its closing RUN_ERROR), so the
 seqs forwarded are the seqs stored.
 
@@ -95,9 +95,6 @@ _OVERLAP_FROM = 32
 # (to the database, then to the client) while the next one is observed, not after it, and
 # the other streams and requests wait a fraction of a millisecond at most.
 _TURN_EVERY = 64
-# Batches handed over to commit (each in a task of its own, one after the other) at most:
-# while one commits, the next waits its turn and the recording observes a third.
-IN_FLIGHT = 2
 
 
 class Phase(enum.Enum):
@@ -313,7 +310,7 @@ class RunRecording:
         overlap = first_buffered or (
             streaming and (len(frames) >= _OVERLAP_FROM or self._reader.waiting())
         )
-        if not await self._settle(IN_FLIGHT - 1 if overlap else 0):
+        if not await self._settle(self._host.committer.in_flight - 1 if overlap else 0):
             return False  # the store failed: nothing more is committed
         close = await self._last_of(segment) if streaming else None
         self._unsent = None

@@ -297,6 +297,18 @@ async def test_one_more_batch_is_observed_while_the_one_before_waits_its_turn(
         await inner.close()
 
 
+async def test_two_batches_are_handed_over_at_a_time_on_sqlite_only(db_url: str) -> None:
+    # SQLite's large appends run on the writer's thread, in parallel with the loop that
+    # observes the next batch; PostgreSQL's client side of a commit runs on the loop itself.
+    store = await open_store(db_url, migrate=True)
+    try:
+        async with proxy_on(store, db_url) as proxy:
+            expected = 2 if db_url.startswith("sqlite") else 1
+            assert proxy.committer.in_flight == expected
+    finally:
+        await store.close()
+
+
 async def test_a_failed_commit_stops_the_batch_waiting_behind_it(
     sqlite_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
