@@ -40,7 +40,12 @@ class Runtime:
         self.journal = journal
         self.client = client
         self.owner = new_owner()
-        self.history = History(store, checkpoint_every=settings.checkpoint_every)
+        # Building checkpoints, like indexing, gives way to runs being recorded.
+        self.history = History(
+            store,
+            checkpoint_every=settings.checkpoint_every,
+            busy=lambda: bool(self.proxy.active),
+        )
         self.metrics = Metrics() if settings.metrics else None
         self.traces = trace_export(settings, store) if settings.otel_endpoint else None
         sinks: list[Callable[[RunReport], None]] = [log_run, self._closed]
@@ -50,7 +55,6 @@ class Runtime:
         if journal is not None:
             journal.observer = self.telemetry
         self.proxy = Proxy(journal or store, settings, client, self.owner, self.telemetry)
-        # Indexing gives way to runs being recorded (see Indexer).
         self.indexer = Indexer(store, busy=lambda: bool(self.proxy.active))
         self._tasks: list[asyncio.Task[None]] = []
         self._to_checkpoint: asyncio.Queue[str] = asyncio.Queue()

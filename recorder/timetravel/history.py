@@ -9,12 +9,14 @@ own table, safe to drop) bound it inside long runs too: a run's prefix never cha
 checkpoint at ``seq`` stays true while the run goes on. When a run closes, the recorder
 folds it once more off its client's path (``build_checkpoints``): checkpoints inside it and
 one at its last event, so the state at any run boundary is one checkpoint away and no
-first query pays for building them.
+first query pays for building them. That fold gives way to the runs being recorded
+(``GiveWay``), as search indexing does: a stream that follows a closed run does not share
+the loop with its checkpoints.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,10 +24,12 @@ from recorder.errors import InputError, RunNotFound
 from recorder.reference import layout
 from recorder.reference.projector import Projection, Projector, written_after
 from recorder.store import EventStore, Run
+from recorder.timetravel.giveway import GiveWay
 from recorder.wire.events import decode
 from recorder.wire.jsontext import dump
 
 _PAGE = 2000
+_SLICE = 250  # events folded in the background between two chances to give way
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,12 +50,22 @@ class Located:
 
 class History:
     """Projections of recorded runs; ``checkpoint_every`` 0 or less keeps no checkpoints
-    and reads none (every query folds from the run's start)."""
+    and reads none (every query folds from the run's start). ``busy()``: whether runs are
+    being recorded, to which building a closed run's checkpoints gives way (``GiveWay``,
+    up to ``max_lag`` seconds); queries never wait."""
 
-    def __init__(self, store: EventStore, *, checkpoint_every: int = 250) -> None:
+    def __init__(
+        self,
+        store: EventStore,
+        *,
+        checkpoint_every: int = 250,
+        busy: Callable[[], bool] | None = None,
+        max_lag: float = 10.0,
+    ) -> None:
         self.store = store
         self.checkpoints = checkpoint_every > 0
         self.checkpoint_every = checkpoint_every if self.checkpoints else 2**62
+        self._give_way = GiveWay(busy, max_lag)
 
     async def starting_point(self, run: Run, _depth: int = 0) -> StartingPoint:
         if run.input is None:  # perhaps read without it (``get_run(input=False)``)
@@ -133,8 +147,9 @@ class History:
     async def build_checkpoints(self, run_id: str) -> int:
         """Fold a run to its end once, keeping a checkpoint every ``checkpoint_every``
         events and one at its last event (its boundary: the state a run after it starts
-        from, read from one row). Done when a run closes, off its client's path; what is
-        there already is kept. The number of its events."""
+        from, read from one row). Done when a run closes, off its client's path, a slice
+        of events at a time, giving way to the runs being recorded; what is there already
+        is kept. The number of its events."""
         run = await self.store.get_run(run_id, input=False)
         last = run.event_count - 1
         if last < 0 or not self.checkpoints:
@@ -143,7 +158,9 @@ class History:
         projector, done = await self._resume_point(run, last, 0, found)
         if done < last:
             since = None if found is None else found[1]
-            await self._fold(run, projector, done, last, keep_last=True, since=since)
+            await self._fold(
+                run, projector, done, last, keep_last=True, since=since, give_way=self._give_way
+            )
         return run.event_count
 
     async def _checkpoint_at(self, run: Run, target: int) -> tuple[int, bytes] | None:
@@ -170,17 +187,23 @@ class History:
         *,
         keep_last: bool = False,
         since: bytes | None = None,
+        give_way: GiveWay | None = None,
     ) -> None:
         """Feed ``projector`` the run's events after ``done`` up to ``target``, saving
         checkpoints on the way; ``since``: the checkpoint it was restored from, whose
-        messages the next checkpoint takes as written where the events leave them be."""
+        messages the next checkpoint takes as written where the events leave them be.
+        ``give_way`` (work in the background) is awaited before each page and slice."""
         every = self.checkpoint_every
         fed: list[bytes] = []
         while done < target:
+            if give_way is not None:
+                await give_way()
             page = await self.store.read_events(run.run_id, gt=done, lte=min(target, done + _PAGE))
             if not page:
                 return
-            for event in page:
+            for n, event in enumerate(page, 1):
+                if give_way is not None and not n % _SLICE:
+                    await give_way()
                 projector.feed(event.payload)
                 if not self.checkpoints:
                     continue

@@ -30,6 +30,7 @@ from recorder.reference import JSONObject
 from recorder.reference.inbound import Handler, Inbound
 from recorder.store import EventStore, SearchDoc
 from recorder.store.model import INPUT, MESSAGE, REASONING, RUN_ERROR, TOOL_CALL, Run
+from recorder.timetravel.giveway import GiveWay
 from recorder.wire.events import RecordedEvent
 
 LOG = logging.getLogger("recorder.search")
@@ -303,9 +304,9 @@ class Indexer:
 
     Live traffic comes first. The work is cut small (a page of events read, a slice
     folded, a few documents written per transaction), and between pieces the indexer
-    gives way: while ``busy()`` says runs are being recorded it waits, up to ``max_lag``
-    seconds, so a busy recorder indexes in the lulls and an always-busy one still keeps
-    up, a slice at a time.
+    gives way (``GiveWay``): while ``busy()`` says runs are being recorded it waits, up
+    to ``max_lag`` seconds, so a busy recorder indexes in the lulls and an always-busy one
+    still keeps up, a slice at a time.
     """
 
     def __init__(
@@ -318,20 +319,8 @@ class Indexer:
     ) -> None:
         self.store = store
         self.batch = batch
-        self.busy = busy
-        self.max_lag = max_lag
         self._busy = asyncio.Lock()  # one pass at a time: follow() and reindex() take turns
-        self._waited = 0.0
-
-    async def _give_way(self) -> None:
-        await asyncio.sleep(0)
-        if self.busy is None:
-            return
-        while self.busy() and self._waited < self.max_lag:
-            await asyncio.sleep(_PAUSE)
-            self._waited += _PAUSE
-        if not self.busy():
-            self._waited = 0.0
+        self._give_way = GiveWay(busy, max_lag)
 
     async def index_run(self, run_id: str) -> int:
         await self._give_way()
@@ -402,4 +391,3 @@ class Indexer:
 _PAGE = 2000  # events read at a time
 _SLICE = 250  # events folded between two chances for the event loop to serve frames
 _DOCS_PER_WRITE = 50
-_PAUSE = 0.05

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import httpx
 import orjson
 import pytest
@@ -58,6 +60,30 @@ async def test_checkpoint_is_used_instead_of_folding_from_the_start(store: Event
     await raw_sql(store, "UPDATE checkpoints SET data = ? WHERE seq = 199", forged.checkpoint())
     at = await history.project(run, 250)
     assert at.state == {"forged": True} or any(m["id"] == "forged" for m in at.messages)
+
+
+async def test_building_checkpoints_gives_way_to_runs_being_recorded(store: EventStore) -> None:
+    # While runs are being recorded, building a closed run's checkpoints waits between
+    # slices (up to its lag), and a query never waits.
+    frames = mixed_events(600, seed=5)
+    await record(store, "r1", frames)
+    busy = [True]
+    history = History(store, checkpoint_every=100, busy=lambda: busy[0], max_lag=60.0)
+    building = asyncio.create_task(history.build_checkpoints("r1"))
+    await asyncio.sleep(0.3)
+    assert not building.done()
+    assert not await raw_sql(store, "SELECT seq FROM checkpoints")  # not a slice folded yet
+    run = await store.get_run("r1")
+    expected = fold(frames, messages=START, state={"s": 1}).to_json()
+    assert (await asyncio.wait_for(history.project(run), 5)).to_json() == expected
+    busy[0] = False  # the recorder is quiet: it goes on, and builds them all
+    assert await asyncio.wait_for(building, 5) == 600
+    saved = [seq for (seq,) in await raw_sql(store, "SELECT seq FROM checkpoints ORDER BY seq")]
+    assert saved == [99, 199, 299, 399, 499, 599]
+    # Past its lag it goes on even while the recorder stays busy.
+    await raw_sql(store, "DELETE FROM checkpoints")
+    hurried = History(store, checkpoint_every=100, busy=lambda: True, max_lag=0.2)
+    assert await asyncio.wait_for(hurried.build_checkpoints("r1"), 10) == 600
 
 
 async def test_starting_points(store: EventStore) -> None:
