@@ -51,9 +51,12 @@ async def run(ctx: Context) -> list[Row]:
         async def measure(path: str, alone: bool = True) -> float:
             """One stream's events/s; ``alone``: then the recorder's work behind the run
             (checkpoints, indexing) is waited out, so it never slows the next path."""
-            frames, _first, elapsed, run_id = await read_stream(
-                client, "POST", targets[path], run_input()
-            )
+            try:
+                frames, _first, elapsed, run_id = await read_stream(
+                    client, "POST", targets[path], run_input()
+                )
+            except httpx.HTTPError as exc:  # (which path broke, in the report)
+                raise StreamError(f"{path}: {type(exc).__name__}: {exc}") from exc
             if frames < expected:
                 raise StreamError(f"{path}: {frames} frames of {expected}")
             if path in recorders:
