@@ -342,6 +342,42 @@ async def test_a_failed_commit_stops_the_batch_waiting_behind_it(
         await inner.close()
 
 
+async def test_a_client_gone_while_batches_wait_their_turn_loses_none_of_them(
+    sqlite_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # With keep_reading_on_disconnect off, a client that leaves while one batch commits and
+    # the next waits behind it stops the recording: both are committed first, then what was
+    # observed and not handed over, then the recorder's RUN_ERROR. The log has no gap.
+    observed = counting_observed(monkeypatch)
+    inner = await open_store(sqlite_url, migrate=True)
+    store = HeldAppend(inner, observed)
+    try:
+        config = {"keep_reading_on_disconnect": False}
+        async with proxy_to(store, flood(60), "big", sqlite_url, **config) as proxy:
+            result = await proxy.start("big", RUN_R1, {})
+            assert isinstance(result, Stream)
+            chunks = result.chunks
+            await asyncio.wait_for(anext(chunks), 10)  # the first events reach the client
+            await asyncio.wait_for(store.waiting.wait(), 10)
+            held_at = await quiet(observed)
+            await chunks.aclose()  # type: ignore[attr-defined]  # the client leaves
+            store.release.set()
+            for _ in range(500):
+                if not proxy.active:
+                    break
+                await asyncio.sleep(0.01)
+            assert not proxy.active
+        events = await inner.read_events("r1")
+        assert [e.seq for e in events] == list(range(len(events)))
+        last = orjson.loads(events[-1].payload)
+        assert (last["type"], last["code"]) == ("RUN_ERROR", "client_disconnected")
+        # Everything observed was committed, in flight or not (and nothing after it).
+        assert len(events) - 1 == held_at < 4 + 30000
+        assert (await inner.get_run("r1")).status == "error"
+    finally:
+        await inner.close()
+
+
 class GatedAppend(Wrapped):
     """A real store whose ``gated``-th append (1-based) waits for ``release`` before it
     commits; ``waiting`` is set once it does."""
