@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -265,6 +266,40 @@ async def quiet(observed: list[int]) -> int:
             return seen
 
 
+@dataclass
+class Held:
+    """A run through a proxy whose store holds its first large commit (``HeldAppend``)."""
+
+    proxy: Proxy
+    stream: Stream
+    store: HeldAppend
+    log: EventStore  # the store under it: what was committed
+    observed: list[int]
+
+    async def hold(self) -> int:
+        """Once the first large commit is held: the frames observed when no more are."""
+        await asyncio.wait_for(self.store.waiting.wait(), 10)
+        return await quiet(self.observed)
+
+
+@asynccontextmanager
+async def held_run(
+    sqlite_url: str, monkeypatch: pytest.MonkeyPatch, *, fail: bool = False, **settings: Any
+) -> AsyncIterator[Held]:
+    """Run r1 of ``flood(60)`` (4 + 30,000 frames: a batch is up to 2,000 frames and what
+    one read brings) through a proxy with ``settings`` over a ``HeldAppend`` store."""
+    observed = counting_observed(monkeypatch)
+    inner = await open_store(sqlite_url, migrate=True)
+    store = HeldAppend(inner, observed, fail=fail)
+    try:
+        async with proxy_to(store, flood(60), "big", sqlite_url, **settings) as proxy:
+            stream = await proxy.start("big", RUN_R1, {})
+            assert isinstance(stream, Stream)
+            yield Held(proxy, stream, store, inner, observed)
+    finally:
+        await inner.close()
+
+
 async def test_one_more_batch_is_observed_while_the_one_before_waits_its_turn(
     sqlite_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -272,29 +307,21 @@ async def test_one_more_batch_is_observed_while_the_one_before_waits_its_turn(
     # recording: the store is given one batch of a run at a time), and the one after
     # that is observed: the loop does not wait for the store at each batch. No further:
     # the recording then waits for the first commit.
-    observed = counting_observed(monkeypatch)
-    total = 4 + 30000  # (a batch is up to 2,000 frames and what one read brings)
-    inner = await open_store(sqlite_url, migrate=True)
-    store = HeldAppend(inner, observed)
-    try:
-        async with proxy_to(store, flood(60), "big", sqlite_url) as proxy:
-            result = await proxy.start("big", RUN_R1, {})
-            assert isinstance(result, Stream)
-            reading = asyncio.create_task(drain(result))
-            await asyncio.wait_for(store.waiting.wait(), 10)
-            held_at = await quiet(observed)
-            appends_while_held = len(store.counts)
-            store.release.set()
-            frames = sse_data(b"".join(await asyncio.wait_for(reading, 60)))
+    total = 4 + 30000
+    async with held_run(sqlite_url, monkeypatch) as run:
+        reading = asyncio.create_task(drain(run.stream))
+        held_at = await run.hold()
+        appends_while_held = len(run.store.counts)
+        run.store.release.set()
+        frames = sse_data(b"".join(await asyncio.wait_for(reading, 60)))
         assert len(frames) == total
-        assert [e.seq for e in await inner.read_events("r1")] == list(range(total))
-        held = next(n for n, count in enumerate(store.counts) if count >= 100)
-        assert appends_while_held == held + 1, store.counts  # nothing more reached it
-        after, next_after = store.counts[held + 1], store.counts[held + 2]
-        assert held_at == store.handed + after + next_after, (held_at, store.handed, store.counts)
-        assert held_at < total
-    finally:
-        await inner.close()
+        assert [e.seq for e in await run.log.read_events("r1")] == list(range(total))
+    counts, handed = run.store.counts, run.store.handed
+    held = next(n for n, count in enumerate(counts) if count >= 100)
+    assert appends_while_held == held + 1, counts  # nothing more reached it
+    after, next_after = counts[held + 1], counts[held + 2]
+    assert held_at == handed + after + next_after, (held_at, handed, counts)
+    assert held_at < total
 
 
 async def test_two_batches_are_handed_over_at_a_time_on_sqlite_only(db_url: str) -> None:
@@ -314,32 +341,24 @@ async def test_a_failed_commit_stops_the_batch_waiting_behind_it(
 ) -> None:
     # The batch handed over behind a commit that fails commits nothing and reaches no
     # client: the client's stream is what was committed, then the store_failure RUN_ERROR.
-    observed = counting_observed(monkeypatch)
-    inner = await open_store(sqlite_url, migrate=True)
-    store = HeldAppend(inner, observed, fail=True)
-    try:
-        config = {"journal": False, "on_store_failure": "error"}
-        async with proxy_to(store, flood(24), "big", sqlite_url, **config) as proxy:
-            result = await proxy.start("big", RUN_R1, {})
-            assert isinstance(result, Stream)
-            reading = asyncio.create_task(drain(result))
-            await asyncio.wait_for(store.waiting.wait(), 10)
-            held_at = await quiet(observed)
-            store.release.set()
-            frames = sse_data(b"".join(await asyncio.wait_for(reading, 60)))
-        recorded = await inner.read_events("r1")
-        assert [e.type for e in recorded] == ["RUN_STARTED", "TEXT_MESSAGE_START"]
-        last = orjson.loads(frames[-1])
-        assert (last["type"], last["code"]) == ("RUN_ERROR", "store_failure")
-        assert frames[:-1] == [e.payload for e in recorded]
-        # The store was offered the held batch and nothing after it: never the batch
-        # observed behind it (which was, while the held one waited). (The RUN_ERROR is the
-        # one frame never in the log: the log failed.)
-        assert held_at > store.handed
-        assert len(store.counts) == 2 and store.counts[1] >= 100, store.counts
-        assert (await inner.get_run("r1")).status == "error"
-    finally:
-        await inner.close()
+    config = {"journal": False, "on_store_failure": "error"}
+    async with held_run(sqlite_url, monkeypatch, fail=True, **config) as run:
+        reading = asyncio.create_task(drain(run.stream))
+        held_at = await run.hold()
+        run.store.release.set()
+        frames = sse_data(b"".join(await asyncio.wait_for(reading, 60)))
+        recorded = await run.log.read_events("r1")
+        assert (await run.log.get_run("r1")).status == "error"
+    assert [e.type for e in recorded] == ["RUN_STARTED", "TEXT_MESSAGE_START"]
+    last = orjson.loads(frames[-1])
+    assert (last["type"], last["code"]) == ("RUN_ERROR", "store_failure")
+    assert frames[:-1] == [e.payload for e in recorded]
+    # The store was offered the held batch and nothing after it: never the batch observed
+    # behind it (which was, while the held one waited). (The RUN_ERROR is the one frame
+    # never in the log: the log failed.)
+    counts = run.store.counts
+    assert held_at > run.store.handed
+    assert len(counts) == 2 and counts[1] >= 100, counts
 
 
 async def test_a_client_gone_while_batches_wait_their_turn_loses_none_of_them(
@@ -348,34 +367,24 @@ async def test_a_client_gone_while_batches_wait_their_turn_loses_none_of_them(
     # With keep_reading_on_disconnect off, a client that leaves while one batch commits and
     # the next waits behind it stops the recording: both are committed first, then what was
     # observed and not handed over, then the recorder's RUN_ERROR. The log has no gap.
-    observed = counting_observed(monkeypatch)
-    inner = await open_store(sqlite_url, migrate=True)
-    store = HeldAppend(inner, observed)
-    try:
-        config = {"keep_reading_on_disconnect": False}
-        async with proxy_to(store, flood(60), "big", sqlite_url, **config) as proxy:
-            result = await proxy.start("big", RUN_R1, {})
-            assert isinstance(result, Stream)
-            chunks = result.chunks
-            await asyncio.wait_for(anext(chunks), 10)  # the first events reach the client
-            await asyncio.wait_for(store.waiting.wait(), 10)
-            held_at = await quiet(observed)
-            await chunks.aclose()  # type: ignore[attr-defined]  # the client leaves
-            store.release.set()
-            for _ in range(500):
-                if not proxy.active:
-                    break
-                await asyncio.sleep(0.01)
-            assert not proxy.active
-        events = await inner.read_events("r1")
-        assert [e.seq for e in events] == list(range(len(events)))
-        last = orjson.loads(events[-1].payload)
-        assert (last["type"], last["code"]) == ("RUN_ERROR", "client_disconnected")
-        # Everything observed was committed, in flight or not (and nothing after it).
-        assert len(events) - 1 == held_at < 4 + 30000
-        assert (await inner.get_run("r1")).status == "error"
-    finally:
-        await inner.close()
+    async with held_run(sqlite_url, monkeypatch, keep_reading_on_disconnect=False) as run:
+        chunks = run.stream.chunks
+        await asyncio.wait_for(anext(chunks), 10)  # the first events reach the client
+        held_at = await run.hold()
+        await chunks.aclose()  # type: ignore[attr-defined]  # the client leaves
+        run.store.release.set()
+        for _ in range(500):
+            if not run.proxy.active:
+                break
+            await asyncio.sleep(0.01)
+        assert not run.proxy.active
+        events = await run.log.read_events("r1")
+        assert (await run.log.get_run("r1")).status == "error"
+    assert [e.seq for e in events] == list(range(len(events)))
+    last = orjson.loads(events[-1].payload)
+    assert (last["type"], last["code"]) == ("RUN_ERROR", "client_disconnected")
+    # Everything observed was committed, in flight or not (and nothing after it).
+    assert len(events) - 1 == held_at < 4 + 30000
 
 
 class GatedAppend(Wrapped):
