@@ -23,10 +23,7 @@ from recorder.store import Appended, Closing, EventStore, NewEvent
 from recorder.telemetry import NO_OBSERVER, Observer
 
 _MAX_GROUP = 5000  # events per commit; a batch larger on its own is committed alone
-# Batches of one stream worth handing over at a time where large appends run on a thread
-# of their own (SQLite's writer): while one commits, the next waits its turn and the loop
-# observes a third.
-IN_FLIGHT = 2
+IN_FLIGHT = 2  # batches of one stream handed over at a time where appends run off the loop
 
 
 @dataclass(slots=True)

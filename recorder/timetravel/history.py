@@ -201,20 +201,23 @@ class History:
             page = await self.store.read_events(run.run_id, gt=done, lte=min(target, done + _PAGE))
             if not page:
                 return
-            for n, event in enumerate(page, 1):
-                if give_way is not None and not n % _SLICE:
+            # (A query folds the page whole; the check is per slice, never per event.)
+            step = _PAGE if give_way is None else _SLICE
+            for start in range(0, len(page), step):
+                if start and give_way is not None:
                     await give_way()
-                projector.feed(event.payload)
-                if not self.checkpoints:
-                    continue
-                fed.append(event.payload)
-                inside = event.seq % every == every - 1 and event.seq < target
-                last = keep_last and event.seq == target  # the boundary: nothing folds on
-                if inside or last:
-                    after = None if since is None else (since, fed)
-                    data = projector.checkpoint(indexed=inside, after=after)
-                    await self.store.save_checkpoint(run.run_id, event.seq, data, seen=run)
-                    since, fed = data, []
+                for event in page[start : start + step]:
+                    projector.feed(event.payload)
+                    if not self.checkpoints:
+                        continue
+                    fed.append(event.payload)
+                    inside = event.seq % every == every - 1 and event.seq < target
+                    last = keep_last and event.seq == target  # the boundary: nothing folds on
+                    if inside or last:
+                        after = None if since is None else (since, fed)
+                        data = projector.checkpoint(indexed=inside, after=after)
+                        await self.store.save_checkpoint(run.run_id, event.seq, data, seen=run)
+                        since, fed = data, []
             done = page[-1].seq
 
 
