@@ -18,8 +18,8 @@ what the HTTP layer and the JSON response add.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import random
+import socket
 import statistics
 import time
 
@@ -73,36 +73,60 @@ def points(ctx: Context, round_no: int) -> list[int]:
 
 class LeanClient:
     """HTTP/1.1 GETs on one kept-alive connection, each answer read whole (Content-Length)
-    and nothing parsed: what the server takes, not what a client library adds (httpx
-    spends milliseconds of its own on a multi-megabyte body on this machine)."""
+    into one buffer kept from answer to answer, nothing parsed but the head: what the
+    server takes, not what a client library adds. (httpx spends milliseconds of its own on
+    a multi-megabyte body on this machine, and so did asyncio's ``StreamReader``: a
+    2.2 MB body the server wrote in 0.5 ms took ``readexactly`` 4.2 ms to gather.)"""
 
     def __init__(self, base: str) -> None:
         self.host, port = base.removeprefix("http://").split(":")
         self.port = int(port)
-        self.stream: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
+        self.sock: socket.socket | None = None
+        self.buffer = bytearray(8 << 20)
 
     async def get(self, target: str) -> int:
         """The answer's status; its body is read to the end."""
-        if self.stream is None:
-            self.stream = await asyncio.open_connection(self.host, self.port, limit=1 << 20)
-        reader, writer = self.stream
-        writer.write(f"GET {target} HTTP/1.1\r\nHost: {self.host}:{self.port}\r\n\r\n".encode())
-        head = await reader.readuntil(b"\r\n\r\n")
-        lines = head.split(b"\r\n")
+        loop = asyncio.get_running_loop()
+        if self.sock is None:
+            self.sock = socket.create_connection((self.host, self.port))
+            self.sock.setblocking(False)
+            self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        request = f"GET {target} HTTP/1.1\r\nHost: {self.host}:{self.port}\r\n\r\n"
+        await loop.sock_sendall(self.sock, request.encode())
+        got, end = 0, -1
+        while end < 0:
+            got += await self._receive(got)
+            end = self.buffer.find(b"\r\n\r\n", 0, got)
+        lines = bytes(self.buffer[:end]).split(b"\r\n")
         status = int(lines[0].split()[1])
         length = next(
             int(line.split(b":", 1)[1])
             for line in lines
             if line.lower().startswith(b"content-length:")
         )
-        await reader.readexactly(length)
+        total = end + 4 + length
+        if total > len(self.buffer):
+            self.buffer += bytes(total - len(self.buffer))
+        while got < total:
+            got += await self._receive(got, total)
         return status
 
+    async def _receive(self, got: int, until: int | None = None) -> int:
+        assert self.sock is not None
+        if got == len(self.buffer):
+            self.buffer += bytes(len(self.buffer))
+        view = memoryview(self.buffer)[got:until]
+        try:
+            count = await asyncio.get_running_loop().sock_recv_into(self.sock, view)
+        finally:
+            view.release()
+        if not count:
+            raise ConnectionError("the server closed the connection mid-answer")
+        return count
+
     async def close(self) -> None:
-        if self.stream is not None:
-            self.stream[1].close()
-            with contextlib.suppress(OSError):
-                await self.stream[1].wait_closed()
+        if self.sock is not None:
+            self.sock.close()
 
 
 async def over_http(ctx: Context, path: str) -> tuple[float, list[float], list[float], list[float]]:
