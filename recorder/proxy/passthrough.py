@@ -61,6 +61,9 @@ class Passthrough:
     ) -> list[RecordedEvent]:
         return await self.store.read_events(run_id, gt=gt, lte=lte, limit=limit)
 
+    async def read_payloads(self, run_id: str, *, gt: int, lte: int) -> list[bytes]:
+        return await self.store.read_payloads(run_id, gt=gt, lte=lte)
+
     async def read_after(
         self, position: int, *, limit: int | None = None, thread_id: str | None = None
     ) -> list[RecordedEvent]:

@@ -179,6 +179,14 @@ class EventStore(Protocol):
         """
         ...
 
+    async def read_payloads(self, run_id: str, *, gt: int, lte: int) -> list[bytes]:
+        """The payloads of ``read_events(run_id, gt=gt, lte=lte)``, alone: what a fold
+        past a checkpoint reads, without building a record per event.
+
+        An unknown run has none (no error).
+        """
+        ...
+
     async def read_after(
         self, position: int, *, limit: int | None = None, thread_id: str | None = None
     ) -> list[RecordedEvent]:

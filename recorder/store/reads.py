@@ -275,6 +275,16 @@ def read_events(
     return events
 
 
+_PAYLOADS = Fetch(
+    "SELECT payload FROM events WHERE run_id = ? AND seq > ? AND seq <= ? ORDER BY seq"
+)
+
+
+def read_payloads(run_id: str, gt: int, lte: int) -> Body[list[bytes]]:
+    rows = yield _PAYLOADS, (run_id, gt, lte)
+    return [payload for (payload,) in rows]
+
+
 def read_after(
     position: int, limit: int | None, thread_id: str | None
 ) -> Body[list[RecordedEvent]]:

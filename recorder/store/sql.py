@@ -450,6 +450,10 @@ class SqlStore:
         )
         return await self._read(lambda: reads.read_events(run_id, gt, lte, limit), small=few)
 
+    async def read_payloads(self, run_id: str, *, gt: int, lte: int) -> list[bytes]:
+        few = lte - gt <= _FEW_EVENTS
+        return await self._read(lambda: reads.read_payloads(run_id, gt, lte), small=few)
+
     async def read_after(
         self, position: int, *, limit: int | None = None, thread_id: str | None = None
     ) -> list[RecordedEvent]:

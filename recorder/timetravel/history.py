@@ -136,8 +136,7 @@ class History:
         if found is not None and 0 <= target - found[0] <= _PAGE and layout.laid_out(found[1]):
             frames: list[bytes] = []
             if found[0] < target:
-                events = await self.store.read_events(run.run_id, gt=found[0], lte=target)
-                frames = [event.payload for event in events]
+                frames = await self.store.read_payloads(run.run_id, gt=found[0], lte=target)
             if len(frames) == target - found[0]:
                 written = written_after(found[1], frames, head)
                 if written is not None:

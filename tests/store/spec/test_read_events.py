@@ -38,3 +38,16 @@ async def test_events_come_by_seq_with_their_fields(store: EventStore) -> None:
 
 async def test_an_unknown_run_has_no_events(store: EventStore) -> None:
     assert await store.read_events("nope") == []
+
+
+async def test_payloads_alone_are_those_of_the_same_range(store: EventStore) -> None:
+    await store.create_run(NewRun("r1", "t1"))
+    await store.create_run(NewRun("r2", "t1"))
+    await store.append_batches(
+        [("r1", [ev(f'{{"n":{i}}}') for i in range(6)]), ("r2", [ev("x")]), ("r1", [ev("y")])]
+    )
+    for gt, lte in ((-1, 6), (1, 4), (3, 3), (5, 6), (6, 20)):
+        events = await store.read_events("r1", gt=gt, lte=lte)
+        assert await store.read_payloads("r1", gt=gt, lte=lte) == [e.payload for e in events]
+    assert await store.read_payloads("r1", gt=1, lte=3) == [b'{"n":2}', b'{"n":3}']
+    assert await store.read_payloads("nope", gt=-1, lte=10) == []
