@@ -66,6 +66,17 @@ class Inbound:
                     self._reject(index, None, NOT_JSON)
                     return
                 self._slow = True
+        self._apply(index, event)
+
+    def feed_decoded(self, frame: bytes, event: dict[str, Any]) -> None:
+        """Take ``frame`` whose JSON ``event`` the caller decoded already with ``orjson``
+        (so it holds no Infinity) through the stages, as ``feed(frame)`` would."""
+        index = self._frames
+        self._frames += 1
+        self._frame = frame
+        self._apply(index, event)
+
+    def _apply(self, index: int, event: Any) -> None:
         kind = event.get("type") if type(event) is dict else None
         if type(kind) is not str or not kind:
             self._reject(index, None, NO_TYPE if type(event) is dict else NOT_JSON)

@@ -151,7 +151,13 @@ def first_touched(layout: Layout, frames: Iterable[bytes]) -> int | None:
     the checkpoint keeps no index."""
     if not layout.index:
         return None
-    names: set[str] = set()
+    events = decoded(frames)
+    return None if events is None else first_touched_by(layout, events)
+
+
+def decoded(frames: Iterable[bytes]) -> list[dict[str, Any]] | None:
+    """Each frame's JSON object (``orjson``); None if one is not JSON or not an object."""
+    events: list[dict[str, Any]] = []
     for frame in frames:
         try:
             event = orjson.loads(frame)
@@ -159,6 +165,16 @@ def first_touched(layout: Layout, frames: Iterable[bytes]) -> int | None:
             return None
         if type(event) is not dict:
             return None
+        events.append(event)
+    return events
+
+
+def first_touched_by(layout: Layout, events: Iterable[dict[str, Any]]) -> int | None:
+    """``first_touched`` of the frames ``events`` were decoded from (``decoded``)."""
+    if not layout.index:
+        return None
+    names: set[str] = set()
+    for event in events:
         kind = event.get("type")
         if kind in _WHOLE_LIST:
             return None

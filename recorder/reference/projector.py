@@ -318,8 +318,10 @@ def written_after(checkpoint: bytes, frames: list[bytes], head: JSONObject) -> b
         if not frames:
             state, interrupts, problems = Projector.shown_at(laid.rest)
             return _written(head, [laid.messages], state, interrupts, problems)
-        cut = layout.first_touched(laid, frames)
-        if cut is None:
+        # Each frame decoded once: for the messages it may touch, then for the fold.
+        events = layout.decoded(frames) if laid.index else None
+        cut = None if events is None else layout.first_touched_by(laid, events)
+        if events is None or cut is None:
             return None
         items = layout.tail(laid, cut)
     except (LookupError, TypeError, ValueError, InputError):
@@ -327,7 +329,8 @@ def written_after(checkpoint: bytes, frames: list[bytes], head: JSONObject) -> b
     projector = Projector.resumed(laid.rest, items)
     if projector._lanes.lanes:  # a chunk's message still open: the next event may end it
         return None
-    projector.feed_many(frames)
+    for frame, event in zip(frames, events, strict=True):
+        projector.feed_decoded(frame, event)
     if not projector.plain():
         return None
     at = projector.take()
