@@ -149,15 +149,17 @@ def first_touched(layout: Layout, frames: Iterable[bytes]) -> int | None:
     """Where, in the messages' line, the first message that folding ``frames`` may read or
     change starts (the closing bracket's offset if none); None if they may touch any, or
     the checkpoint keeps no index."""
+    found = touched(layout, frames)
+    return None if found is None else found[0]
+
+
+def touched(layout: Layout, frames: Iterable[bytes]) -> tuple[int, list[dict[str, Any]]] | None:
+    """``first_touched``, with the frames' JSON objects (``orjson``) it decoded for it, for
+    a fold to take rather than decode them again."""
     if not layout.index:
         return None
-    events = decoded(frames)
-    return None if events is None else first_touched_by(layout, events)
-
-
-def decoded(frames: Iterable[bytes]) -> list[dict[str, Any]] | None:
-    """Each frame's JSON object (``orjson``); None if one is not JSON or not an object."""
     events: list[dict[str, Any]] = []
+    names: set[str] = set()
     for frame in frames:
         try:
             event = orjson.loads(frame)
@@ -166,15 +168,6 @@ def decoded(frames: Iterable[bytes]) -> list[dict[str, Any]] | None:
         if type(event) is not dict:
             return None
         events.append(event)
-    return events
-
-
-def first_touched_by(layout: Layout, events: Iterable[dict[str, Any]]) -> int | None:
-    """``first_touched`` of the frames ``events`` were decoded from (``decoded``)."""
-    if not layout.index:
-        return None
-    names: set[str] = set()
-    for event in events:
         kind = event.get("type")
         if kind in _WHOLE_LIST:
             return None
@@ -199,7 +192,7 @@ def first_touched_by(layout: Layout, events: Iterable[dict[str, Any]]) -> int | 
             if entry is None:
                 raise ValueError("not a projector checkpoint")
             first = min(first, int(entry[1]))
-    return first
+    return first, events
 
 
 def tail(layout: Layout, cut: int) -> list[Any]:

@@ -318,11 +318,10 @@ def written_after(checkpoint: bytes, frames: list[bytes], head: JSONObject) -> b
         if not frames:
             state, interrupts, problems = Projector.shown_at(laid.rest)
             return _written(head, [laid.messages], state, interrupts, problems)
-        # Each frame decoded once: for the messages it may touch, then for the fold.
-        events = layout.decoded(frames) if laid.index else None
-        cut = None if events is None else layout.first_touched_by(laid, events)
-        if events is None or cut is None:
+        found = layout.touched(laid, frames)  # (each frame decoded there, once)
+        if found is None:
             return None
+        cut, events = found
         items = layout.tail(laid, cut)
     except (LookupError, TypeError, ValueError, InputError):
         return None  # not a checkpoint it can read: ``restore`` says so
