@@ -34,6 +34,7 @@ from recorder.api import (
 from recorder.api.access import auth_required, authenticate, bearer
 from recorder.api.deps import ANSWERED, TOKEN_REQUIRED, install_error_handlers
 from recorder.api.proxy_endpoint import OPENAPI, ProxyEndpoint, send_whole
+from recorder.api.state_endpoint import serve_state, state_request
 from recorder.api.views import JSON
 from recorder.config import AgentConfig, Settings, allowed_hosts
 from recorder.models import ErrorDetail, Health
@@ -44,7 +45,8 @@ from recorder.telemetry.logs import ACCESS, SERVER
 
 class RecorderApp(FastAPI):
     """The API, with ``POST /agents/{name}`` (the proxy) taken before any routing or
-    middleware: every proxied run pays for what stands in front of its first event."""
+    middleware: every proxied run pays for what stands in front of its first event; and
+    so are the state routes' plain requests (``state_endpoint``), a frontend's reload."""
 
     _proxy = ProxyEndpoint()
     access_log = False
@@ -71,6 +73,12 @@ class RecorderApp(FastAPI):
                 scope["app"] = self
                 scope["path_params"] = {"name": name}
                 await self._proxy(scope, receive, send)
+                return
+        elif scope["type"] == "http" and scope["method"] == "GET":
+            wanted = state_request(route_path(scope), scope.get("query_string", b""))
+            if wanted is not None:
+                scope["app"] = self
+                await serve_state(self.state.runtime, wanted, scope, receive, send)
                 return
         try:
             await super().__call__(scope, receive, send)

@@ -78,29 +78,36 @@ def internal_error(exc: BaseException, method: str, path: str) -> dict[str, Any]
     return {"detail": detail, "errorId": error_id}
 
 
+def error_response(
+    exc: BaseException, runtime: Runtime | None, method: str, path: str
+) -> JSONResponse:
+    """The answer to ``exc``, raised while answering ``method path``: the API's routes and
+    its bare endpoints (``recorder.api.state_endpoint``) answer every error through here."""
+    if isinstance(exc, RecursionError):
+        # JSON nested deeper than Python's recursion allows (a state 1000 levels deep,
+        # say): the request's fault, not the recorder's.
+        return JSONResponse({"detail": TOO_DEEP}, status_code=422)
+    status = status_for(exc)
+    if status == 500:  # not one the recorder can explain: logged with an id
+        body = internal_error(exc, method, path)
+        return JSONResponse(body, status_code=500, headers={"x-error-id": body["errorId"]})
+    if isinstance(exc, (RunNotFound, ThreadNotFound)) and journaling(runtime):
+        # It may be one of the runs held in the journal: not knowable until replayed.
+        detail = (
+            f"{exc}: the database has yet to take the writes the recorder holds in its "
+            "journal (a database outage); retry once /healthz reports ok"
+        )
+        return JSONResponse({"detail": detail}, status_code=503, headers={"retry-after": "1"})
+    return JSONResponse({"detail": str(exc)}, status_code=status)
+
+
 def install_error_handlers(app: FastAPI) -> None:
     """Every error answers ``{"detail": "one sentence"}`` (``ErrorDetail``), parameters
     FastAPI rejects included; a 500 also carries ``errorId``, as does its log line."""
 
-    async def too_deep(_request: Request, _exc: Exception) -> JSONResponse:
-        return JSONResponse({"detail": TOO_DEEP}, status_code=422)
-
     async def handle(request: Request, exc: Exception) -> JSONResponse:
-        status = status_for(exc)
-        if status == 500:
-            return await unexpected(request, exc)
-        if isinstance(exc, (RunNotFound, ThreadNotFound)) and _journaling(request):
-            # It may be one of the runs held in the journal: not knowable until replayed.
-            detail = (
-                f"{exc}: the database has yet to take the writes the recorder holds in its "
-                "journal (a database outage); retry once /healthz reports ok"
-            )
-            return JSONResponse({"detail": detail}, status_code=503, headers={"retry-after": "1"})
-        return JSONResponse({"detail": str(exc)}, status_code=status)
-
-    async def unexpected(request: Request, exc: Exception) -> JSONResponse:
-        body = internal_error(exc, request.method, request.url.path)
-        return JSONResponse(body, status_code=500, headers={"x-error-id": body["errorId"]})
+        runtime: Runtime | None = getattr(request.app.state, "runtime", None)
+        return error_response(exc, runtime, request.method, request.url.path)
 
     async def invalid(_request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, RequestValidationError)
@@ -108,15 +115,12 @@ def install_error_handlers(app: FastAPI) -> None:
 
     app.add_exception_handler(RecorderError, handle)
     app.add_exception_handler(RequestValidationError, invalid)
-    # JSON nested deeper than Python's recursion allows (a state 1000 levels deep, say):
-    # the request's fault, not the recorder's.
-    app.add_exception_handler(RecursionError, too_deep)
-    app.add_exception_handler(Exception, unexpected)
+    app.add_exception_handler(RecursionError, handle)
+    app.add_exception_handler(Exception, handle)
 
 
-def _journaling(request: Request) -> bool:
+def journaling(runtime: Runtime | None) -> bool:
     """The recorder holds writes in its journal that the database has yet to take."""
-    runtime: Runtime | None = getattr(request.app.state, "runtime", None)
     return runtime is not None and runtime.journal is not None and runtime.journal.degraded
 
 
