@@ -305,8 +305,18 @@ def fold(
     return projector.result()
 
 
+Parts = list[bytes | memoryview]  # a document in pieces, to be sent or joined in order
+
+
 def written_after(checkpoint: bytes, frames: list[bytes], head: JSONObject) -> bytes | None:
-    """``{**head, **restore(checkpoint)`` fed ``frames`` ``.take().to_json()}`` written:
+    """``parts_after``, joined."""
+    parts = parts_after(checkpoint, frames, head)
+    return None if parts is None else b"".join(parts)
+
+
+def parts_after(checkpoint: bytes, frames: list[bytes], head: JSONObject) -> Parts | None:
+    """``{**head, **restore(checkpoint)`` fed ``frames`` ``.take().to_json()}`` written, in
+    pieces (the messages kept as stored are a view of ``checkpoint``, never copied here):
     the messages folded from those the frames may touch only, the others as stored
     (``recorder.reference.layout``). None where the checkpoint is not laid out for it, the
     frames may touch any message, or what they make is not plain JSON: ``restore`` answers
@@ -317,7 +327,7 @@ def written_after(checkpoint: bytes, frames: list[bytes], head: JSONObject) -> b
             return None
         if not frames:
             state, interrupts, problems = Projector.shown_at(laid.rest)
-            return _written(head, [laid.messages], state, interrupts, problems)
+            return _parts(head, [laid.messages], state, interrupts, problems)
         found = layout.touched(laid, frames)  # (each frame decoded there, once)
         if found is None:
             return None
@@ -337,21 +347,21 @@ def written_after(checkpoint: bytes, frames: list[bytes], head: JSONObject) -> b
         messages = layout.pieces(laid, cut, at.messages)
     except TypeError:  # a lone surrogate, say: ``dump`` writes it the slow way
         return None
-    return _written(head, messages, at.state, at.pending_interrupts, at.problems)
+    return _parts(head, messages, at.state, at.pending_interrupts, at.problems)
 
 
-def _written(
+def _parts(
     head: JSONObject,
-    messages: list[bytes | memoryview],
+    messages: Parts,
     state: JSONValue,
     interrupts: list[JSONObject],
     problems: tuple[Problem, ...],
-) -> bytes:
-    """``{**head, "messages": ..., state, pendingInterrupts, problems}`` in one copy."""
+) -> Parts:
+    """``{**head, "messages": ..., state, pendingInterrupts, problems}`` in pieces."""
     opened = dump(head)[:-1] + (b',"messages":' if head else b'"messages":')
     rest = Projection([], state, interrupts, problems).to_json()
     del rest["messages"]
-    return b"".join((opened, *messages, b",", dump(rest)[1:]))
+    return [opened, *messages, b",", dump(rest)[1:]]
 
 
 def _since(after: tuple[bytes, list[bytes]] | None) -> tuple[layout.Layout, int] | None:

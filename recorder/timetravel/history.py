@@ -22,7 +22,7 @@ from typing import Any
 
 from recorder.errors import InputError, RunNotFound
 from recorder.reference import layout
-from recorder.reference.projector import Projection, Projector, written_after
+from recorder.reference.projector import Parts, Projection, Projector, parts_after
 from recorder.store import EventStore, Run
 from recorder.timetravel.giveway import GiveWay
 from recorder.wire.events import decode
@@ -126,10 +126,15 @@ class History:
         return projector.take()
 
     async def answer(self, located: Located, head: dict[str, Any]) -> bytes:
-        """``{**head, **project(...).to_json()}`` written, from what ``locate`` read: where
-        the checkpoint is laid out for it (``recorder.reference.layout``), the messages it
-        holds that the events since leave be go out as they were stored, never decoded;
-        the rest is folded as ``project`` folds it."""
+        """``answer_parts``, joined."""
+        return b"".join(await self.answer_parts(located, head))
+
+    async def answer_parts(self, located: Located, head: dict[str, Any]) -> Parts:
+        """``{**head, **project(...).to_json()}`` written, in pieces to send or join, from
+        what ``locate`` read: where the checkpoint is laid out for it
+        (``recorder.reference.layout``), the messages it holds that the events since leave
+        be go out as they were stored, never decoded nor copied; the rest is folded as
+        ``project`` folds it."""
         run, seq = located.run, located.seq
         found = located.checkpoint
         target = run.event_count - 1 if seq is None else min(seq, run.event_count - 1)
@@ -138,10 +143,10 @@ class History:
             if found[0] < target:
                 frames = await self.store.read_payloads(run.run_id, gt=found[0], lte=target)
             if len(frames) == target - found[0]:
-                written = written_after(found[1], frames, head)
-                if written is not None:
-                    return written
-        return dump({**head, **(await self.project(run, seq, located=located)).to_json()})
+                parts = parts_after(found[1], frames, head)
+                if parts is not None:
+                    return parts
+        return [dump({**head, **(await self.project(run, seq, located=located)).to_json()})]
 
     async def build_checkpoints(self, run_id: str) -> int:
         """Fold a run to its end once, keeping a checkpoint every ``checkpoint_every``

@@ -16,6 +16,7 @@ from typing import Any
 from recorder.errors import InputError
 from recorder.models import RUN_STATUSES, ForkPlan
 from recorder.reference.check import verify_frames
+from recorder.reference.projector import Parts
 from recorder.store import EventStore, Redaction, Run, Thread, ThreadFilter
 from recorder.timetravel.fork import ForkPlan as Plan
 from recorder.timetravel.history import History, Located
@@ -233,9 +234,16 @@ async def run_state(
 async def run_state_body(
     store: EventStore, history: History, run_id: str, *, seq: int | None = None
 ) -> bytes:
-    """``run_state`` written as a response body (``History.answer``)."""
+    """``run_state`` written as a response body."""
+    return b"".join(await run_state_parts(store, history, run_id, seq=seq))
+
+
+async def run_state_parts(
+    store: EventStore, history: History, run_id: str, *, seq: int | None = None
+) -> Parts:
+    """``run_state`` written, in pieces to send in order (``History.answer_parts``)."""
     head, located = await _run_point(history, run_id, seq)
-    return await history.answer(located, head)
+    return await history.answer_parts(located, head)
 
 
 async def thread_state(
@@ -261,11 +269,24 @@ async def thread_state_body(
     run_id: str | None = None,
     seq: int | None = None,
 ) -> bytes:
-    """``thread_state`` written as a response body (``History.answer``)."""
+    """``thread_state`` written as a response body."""
+    parts = await thread_state_parts(store, history, thread_id, run_id=run_id, seq=seq)
+    return b"".join(parts)
+
+
+async def thread_state_parts(
+    store: EventStore,
+    history: History,
+    thread_id: str,
+    *,
+    run_id: str | None = None,
+    seq: int | None = None,
+) -> Parts:
+    """``thread_state`` written, in pieces to send in order (``History.answer_parts``)."""
     head, located = await _thread_point(store, history, thread_id, run_id, seq)
     if located is None:
-        return dump(_without_runs(head))
-    return await history.answer(located, head)
+        return [dump(_without_runs(head))]
+    return await history.answer_parts(located, head)
 
 
 async def _run_point(

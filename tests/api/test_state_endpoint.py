@@ -20,10 +20,11 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 import recorder.api
-from recorder.api import RecorderApp, create_app
+from recorder.api import RecorderApp, create_app, state_endpoint
 from recorder.api.deps import ANSWERED
 from recorder.api.state_endpoint import state_request
 from recorder.config import Settings, TokenConfig, hash_token
+from recorder.reference.projector import Parts
 from tests.servers import free_port, serving, user
 
 FULL = "full-state-token"
@@ -161,8 +162,19 @@ def answer_of(response: httpx.Response) -> tuple[Any, ...]:
     )
 
 
-async def test_plain_requests_are_the_endpoints_and_answer_as_the_routes(served: Served) -> None:
+async def test_plain_requests_are_the_endpoints_and_answer_as_the_routes(
+    served: Served, monkeypatch: pytest.MonkeyPatch
+) -> None:
     client, routed, answered = served
+    # The answers sent in pieces (a checkpoint's messages as a view of it) are among them.
+    pieces: list[int] = []
+    real_parts = state_endpoint.send_parts
+
+    async def counted(send: Send, parts: Parts) -> None:
+        pieces.append(sum(type(part) is memoryview for part in parts))
+        await real_parts(send, parts)
+
+    monkeypatch.setattr(state_endpoint, "send_parts", counted)
     statuses = set()
     for path, params, token in PLAIN:
         answered.clear()
@@ -172,6 +184,7 @@ async def test_plain_requests_are_the_endpoints_and_answer_as_the_routes(served:
         assert answer_of(ours) == answer_of(theirs), (path, params, token, ours.text, theirs.text)
         statuses.add(ours.status_code)
     assert statuses == {200, 401, 403, 404, 422}
+    assert any(pieces), pieces
     # The state answered is the conversation's: the run's message and its snapshot.
     state = (await client.get("/runs/ra2/state", headers=auth("full"))).json()
     assert [m["id"] for m in state["messages"]] == ["ra2-u", "m-ra2"]
@@ -198,10 +211,10 @@ async def test_an_unexpected_error_answers_with_an_error_id(
 ) -> None:
     client, routed, _ = served
 
-    async def broken(*_args: Any, **_kwargs: Any) -> bytes:
+    async def broken(*_args: Any, **_kwargs: Any) -> Parts:
         raise RuntimeError("SELECT secret FROM somewhere")
 
-    monkeypatch.setattr("recorder.timetravel.views.run_state_body", broken)
+    monkeypatch.setattr("recorder.timetravel.views.run_state_parts", broken)
     ours = await client.get("/runs/ra1/state", headers=auth("full"))
     theirs = await routed.get("/runs/ra1/state", headers=auth("full"))
     for answer in (ours, theirs):
