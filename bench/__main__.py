@@ -39,7 +39,7 @@ from bench import (
 )
 from bench.context import Context, Plan, Postgres
 from bench.report import Row, machine, machine_line, table, write_json
-from bench.servers import ServerPool
+from bench.servers import ServerPool, quiet
 
 Benchmark = Callable[[Context], Awaitable[list[Row]]]
 
@@ -107,8 +107,14 @@ async def run(args: argparse.Namespace) -> int:
             mode = "quick" if plan.quick else "full"
             print(f"# {mode} run on {machine_line(info)}", file=sys.stderr, flush=True)
             for index, name in enumerate(args.names):
+                waited = await quiet()
                 started = time.perf_counter()
-                print(f"# {name}: {BENCHMARKS[name][1]} ...", file=sys.stderr, flush=True)
+                print(
+                    f"# {name}: {BENCHMARKS[name][1]} (after {waited:.1f} s waiting for a "
+                    "quiet machine) ...",
+                    file=sys.stderr,
+                    flush=True,
+                )
                 try:
                     rows.extend(await BENCHMARKS[name][0](ctx))
                 except Exception as exc:

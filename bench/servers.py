@@ -160,3 +160,27 @@ def _cpu_seconds(pid: int) -> float:
     """User and system CPU time of a process so far (Linux /proc)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _busy_seconds() -> float:
+    """CPU time the whole machine spent busy so far, all cores (Linux /proc/stat)."""
+    fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]
+    ticks = [int(value) for value in fields]
+    idle = ticks[3] + ticks[4]  # idle and iowait
+    return (sum(ticks[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+
+async def quiet(busy: float = 0.1, window: float = 0.25, timeout: float = 60.0) -> float:
+    """Wait until the machine is quiet (under ``busy`` of one core in use over ``window``
+    seconds), at most ``timeout`` seconds; the seconds waited. What one benchmark leaves
+    behind (PostgreSQL vacuuming the databases it filled, a server's work behind its last
+    run) then lands on no measurement of the next."""
+    started = time.monotonic()
+    before = _busy_seconds()
+    while time.monotonic() - started < timeout:
+        await asyncio.sleep(window)
+        now = _busy_seconds()
+        if now - before < busy * window:
+            break
+        before = now
+    return time.monotonic() - started
