@@ -91,7 +91,7 @@ def error_response(
     if status == 500:  # not one the recorder can explain: logged with an id
         body = internal_error(exc, method, path)
         return JSONResponse(body, status_code=500, headers={"x-error-id": body["errorId"]})
-    if isinstance(exc, (RunNotFound, ThreadNotFound)) and journaling(runtime):
+    if isinstance(exc, (RunNotFound, ThreadNotFound)) and _journaling(runtime):
         # It may be one of the runs held in the journal: not knowable until replayed.
         detail = (
             f"{exc}: the database has yet to take the writes the recorder holds in its "
@@ -119,7 +119,7 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(Exception, handle)
 
 
-def journaling(runtime: Runtime | None) -> bool:
+def _journaling(runtime: Runtime | None) -> bool:
     """The recorder holds writes in its journal that the database has yet to take."""
     return runtime is not None and runtime.journal is not None and runtime.journal.degraded
 
