@@ -76,6 +76,10 @@ async def test_sqlite_locked_past_the_deadline(tmp_path: Path) -> None:
         # A run held in the journal cannot be read yet: 503, saying why (not 404).
         held = await client.get(f"{base}/runs/during")
         assert held.status_code == 503 and "journal" in held.json()["detail"]
+        # So is its state (the state routes' own endpoint answers it, the same way).
+        state = await client.get(f"{base}/runs/during/state", params={"seq": "0"})
+        assert state.status_code == 503 and state.headers["retry-after"] == "1"
+        assert "journal" in state.json()["detail"]
         await locker.wait()
         seen = await gather_streams(*streams)
         await drained(client, base)
