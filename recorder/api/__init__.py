@@ -77,7 +77,6 @@ class RecorderApp(FastAPI):
         elif scope["type"] == "http" and scope["method"] == "GET":
             wanted = state_request(route_path(scope), scope.get("query_string", b""))
             if wanted is not None:
-                scope["app"] = self
                 await serve_state(self.state.runtime, wanted, scope, receive, send)
                 return
         try:

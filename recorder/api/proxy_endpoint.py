@@ -37,6 +37,7 @@ from recorder.errors import BodyTooLarge, Forbidden, ThreadNotFound
 from recorder.proxy.legs import AgentLeg
 from recorder.proxy.proxy import Relay, Stream
 from recorder.proxy.request import parse_run_input
+from recorder.reference.projector import Parts
 from recorder.runtime import Runtime
 
 _RELAY_HEAD = [(name.encode(), value.encode()) for name, value in RELAY_HEADERS.items()]
@@ -172,13 +173,27 @@ async def send_whole(
     content_type: str,
     extra: list[tuple[bytes, bytes]] | None = None,
 ) -> None:
+    await send_parts(send, status, [body], content_type, extra)
+
+
+async def send_parts(
+    send: Send,
+    status: int,
+    parts: Parts,
+    content_type: str,
+    extra: list[tuple[bytes, bytes]] | None = None,
+) -> None:
+    """An answer of ``parts`` (bytes, or views of them), each its own body message under one
+    ``Content-Length``: a large one made of pieces is never copied into one body first."""
     headers = [
         (b"content-type", content_type.encode("latin-1", "replace")),
-        (b"content-length", str(len(body)).encode()),
+        (b"content-length", str(sum(map(len, parts))).encode()),
         *(extra or ()),
     ]
     await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": body})
+    last = len(parts) - 1
+    for n, part in enumerate(parts):
+        await send({"type": "http.response.body", "body": part, "more_body": n < last})
 
 
 def sse_head(run_id: str) -> list[tuple[bytes, bytes]]:

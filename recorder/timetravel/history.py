@@ -125,10 +125,6 @@ class History:
         await self._fold(run, projector, done, target)
         return projector.take()
 
-    async def answer(self, located: Located, head: dict[str, Any]) -> bytes:
-        """``answer_parts``, joined."""
-        return b"".join(await self.answer_parts(located, head))
-
     async def answer_parts(self, located: Located, head: dict[str, Any]) -> Parts:
         """``{**head, **project(...).to_json()}`` written, in pieces to send or join, from
         what ``locate`` read: where the checkpoint is laid out for it

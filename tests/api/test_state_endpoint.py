@@ -170,9 +170,9 @@ async def test_plain_requests_are_the_endpoints_and_answer_as_the_routes(
     pieces: list[int] = []
     real_parts = state_endpoint.send_parts
 
-    async def counted(send: Send, parts: Parts) -> None:
+    async def counted(send: Send, status: int, parts: Parts, content_type: str) -> None:
         pieces.append(sum(type(part) is memoryview for part in parts))
-        await real_parts(send, parts)
+        await real_parts(send, status, parts, content_type)
 
     monkeypatch.setattr(state_endpoint, "send_parts", counted)
     statuses = set()
