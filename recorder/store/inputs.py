@@ -303,14 +303,15 @@ class ChunkCache:
     the reader threads: each operation on the dict is atomic, and a lost update costs
     only a read.
 
-    It also keeps the bytes under each level-1 node it was asked to join (its leaves,
-    joined in order): a tree is then joined from a few lookups per node rather than one
-    per leaf.
+    It also keeps, for each node it was asked to join, the bytes under it as spans: for a
+    level-1 node its leaves joined in order, one span; for a node above, its level-1
+    descendants' spans in order (references, not copies). A tree is then joined from one
+    lookup per node it does not share with a tree joined before, rather than one per leaf.
     """
 
     def __init__(self, budget: int = 64 * 1024 * 1024) -> None:
         self._chunks: dict[bytes, Chunk] = {}
-        self._joined: dict[bytes, bytes] = {}
+        self._spans: dict[bytes, tuple[bytes, ...]] = {}
         self._size = 0
         self._budget = budget
 
@@ -324,19 +325,20 @@ class ChunkCache:
                 self._size += len(chunk.data) + 100
         self._bound()
 
-    def joined(self, key: bytes) -> bytes | None:
-        """The bytes under level-1 node ``key``, when they were joined before."""
-        return self._joined.get(key)
+    def spans(self, key: bytes) -> tuple[bytes, ...] | None:
+        """The bytes under node ``key`` in spans, when they were joined before."""
+        return self._spans.get(key)
 
-    def keep_joined(self, key: bytes, data: bytes) -> None:
-        self._joined[key] = data
-        self._size += len(data) + 100
+    def keep_spans(self, key: bytes, spans: tuple[bytes, ...], *, level: int) -> None:
+        self._spans[key] = spans
+        # A level-1 node's span is new bytes; above, the spans are its descendants'.
+        self._size += (len(spans[0]) if level == 1 else 8 * len(spans)) + 100
         self._bound()
 
     def _bound(self) -> None:
         if self._size > self._budget:
             self._chunks = {}
-            self._joined = {}
+            self._spans = {}
             self._size = 0
 
 

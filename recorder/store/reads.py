@@ -204,7 +204,7 @@ def _walk(
         missing: list[bytes] = []
         walked: list[bytes] = []
         for key in level:
-            if skip_joined and cache.joined(key) is not None:
+            if skip_joined and cache.spans(key) is not None:
                 continue
             walked.append(key)
             chunk = cache.get(key)
@@ -227,36 +227,41 @@ def _walk(
 def _cached(root: bytes, cache: ChunkCache) -> bytes | None:
     """The bytes under ``root`` when ``cache`` holds its whole tree (the usual case: the
     chunks of what was written or read lately), joined in one pass; else None."""
-    out: list[bytes] = []
-    stack = [root]
-    get = cache.get
-    while stack:
-        key = stack.pop()
-        joined = cache.joined(key)
-        if joined is not None:
-            out.append(joined)
-            continue
-        chunk = get(key)
-        if chunk is None:
-            return None
-        data = chunk.data
-        if chunk.level == 0:
-            out.append(data)
-        elif chunk.level == 1:  # its children are leaves: joined here, in order, once
-            parts: list[bytes] = []
-            for i in range(0, len(data), HASH_BYTES):
-                leaf = get(data[i : i + HASH_BYTES])
-                if leaf is None or leaf.level:
-                    return None
-                parts.append(leaf.data)
-            joined = b"".join(parts)
-            cache.keep_joined(key, joined)
-            out.append(joined)
-        else:  # its children, the first on top
-            stack += [
-                data[i : i + HASH_BYTES] for i in range(len(data) - HASH_BYTES, -1, -HASH_BYTES)
-            ]
-    return b"".join(out)
+    spans = _spans(root, cache)
+    return None if spans is None else b"".join(spans)
+
+
+def _spans(key: bytes, cache: ChunkCache) -> tuple[bytes, ...] | None:
+    """The bytes under node ``key`` in spans (``ChunkCache.spans``), from what ``cache``
+    holds, kept there for the next tree that shares the node; None where it lacks some."""
+    known = cache.spans(key)
+    if known is not None:
+        return known
+    chunk = cache.get(key)
+    if chunk is None:
+        return None
+    data, level = chunk.data, chunk.level
+    if level == 0:
+        return (data,)
+    if level == 1:  # its children are leaves: joined here, in order, once
+        get = cache.get
+        parts: list[bytes] = []
+        for i in range(0, len(data), HASH_BYTES):
+            leaf = get(data[i : i + HASH_BYTES])
+            if leaf is None or leaf.level:
+                return None
+            parts.append(leaf.data)
+        spans: tuple[bytes, ...] = (b"".join(parts),)
+    else:
+        gathered: list[bytes] = []
+        for i in range(0, len(data), HASH_BYTES):
+            below = _spans(data[i : i + HASH_BYTES], cache)
+            if below is None:
+                return None
+            gathered += below
+        spans = tuple(gathered)
+    cache.keep_spans(key, spans, level=level)
+    return spans
 
 
 def read_events(

@@ -21,7 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from recorder.store import EventStore, NewRun, deltas, inputs, open_store
+from recorder.store import EventStore, NewRun, deltas, inputs, open_store, reads
 from recorder.store.deltas import CHAIN, delta, operations, patch
 from recorder.store.inputs import INLINE_BELOW, PACKED, build, leaves, pack, reassemble
 from recorder.timetravel.transfer import export_lines, import_lines
@@ -177,6 +177,42 @@ def test_a_grown_history_shares_all_but_its_end() -> None:
     assert len(after.chunks) > 400
     assert len(new) <= 16
     assert sum(len(after.chunks[key].data) for key in new) < 3000
+
+
+@pytest.mark.parametrize("budget", [64 * 1024 * 1024, 200_000])
+def test_trees_sharing_nodes_join_from_one_cache_each_as_it_was(budget: int) -> None:
+    """The cache keeps each joined node's spans for the next tree that shares it: trees
+    read in any order, twice, each join to their own bytes; where the cache starts over
+    (the small budget) a tree it no longer holds whole is None, never other bytes."""
+    rng = random.Random(11)
+    words = ["alpha", "beta", "gamma", "delta", "river", "stone", "cloud", "seven"]
+    history: list[dict[str, Any]] = []
+    trees: list[tuple[bytes, inputs.InputTree]] = []
+    previous = None
+    for turn in range(60):
+        for _ in range(rng.randint(1, 40)):
+            content = " ".join(rng.choices(words, k=rng.randint(3, 60)))
+            history.append({"id": f"m{len(history)}", "content": content})
+        if turn % 7 == 3:  # an edit inside: the trees part there, and share again after
+            history[rng.randrange(len(history))]["content"] = "edited"
+        data = orjson.dumps({"turn": turn, "messages": history})
+        previous = build(data, previous)
+        trees.append((data, previous))
+    cache = inputs.ChunkCache(budget)
+    order = [*range(len(trees)), *range(len(trees))]
+    rng.shuffle(order)
+    joined = 0
+    for at in order:
+        data, tree = trees[at]
+        if cache.get(tree.root) is None:
+            cache.put(tree.chunks.values())
+        found = reads._cached(tree.root, cache)
+        assert found is None or found == data
+        joined += found is not None
+    if budget > 1_000_000:
+        assert joined == len(order)
+    else:  # it did start over, and still joined trees whole between
+        assert 0 < joined < len(order)
 
 
 async def test_a_long_thread_grows_with_its_new_content(store: EventStore) -> None:
