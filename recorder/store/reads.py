@@ -231,6 +231,12 @@ def _cached(root: bytes, cache: ChunkCache) -> bytes | None:
     return None if spans is None else b"".join(spans)
 
 
+def join_ahead(root: bytes, cache: ChunkCache) -> None:
+    """Keep the spans of the tree under ``root`` in ``cache`` now (when it holds the whole
+    tree), so that its first read takes one lookup per node, not a walk."""
+    _spans(root, cache)
+
+
 def _spans(key: bytes, cache: ChunkCache) -> tuple[bytes, ...] | None:
     """The bytes under node ``key`` in spans (``ChunkCache.spans``), from what ``cache``
     holds, kept there for the next tree that shares the node; None where it lacks some."""

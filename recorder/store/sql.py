@@ -327,6 +327,9 @@ class SqlStore:
         )
         if saved and tree is not None:
             self._chunks.put(tree.chunks.values())
+            # Joined ahead of its first read (the state at this point, asked for soon
+            # after, as a reload does): its nodes shared with the tree before are already.
+            reads.join_ahead(tree.root, self._chunks)
 
     async def _from_input(
         self, run_id: str, seq: int, data: bytes, seen: Run | None
