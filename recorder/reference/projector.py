@@ -308,12 +308,6 @@ def fold(
 Parts = list[bytes | memoryview]  # a document in pieces, to be sent or joined in order
 
 
-def written_after(checkpoint: bytes, frames: list[bytes], head: JSONObject) -> bytes | None:
-    """``parts_after``, joined."""
-    parts = parts_after(checkpoint, frames, head)
-    return None if parts is None else b"".join(parts)
-
-
 def parts_after(checkpoint: bytes, frames: list[bytes], head: JSONObject) -> Parts | None:
     """``{**head, **restore(checkpoint)`` fed ``frames`` ``.take().to_json()}`` written, in
     pieces (the messages kept as stored are a view of ``checkpoint``, never copied here):

@@ -14,14 +14,20 @@ import pytest
 
 from bench.workload import mixed_events
 from recorder.errors import InputError
-from recorder.reference import layout
-from recorder.reference.projector import Projector, written_after
+from recorder.reference import JSONObject, layout
+from recorder.reference.projector import Projector, parts_after
 from recorder.wire.events import read_event_file
 from recorder.wire.jsontext import dump
 from tests.interop.fuzz import make_case, trial_of
 from tests.interop.fuzz.judge import _starting_point
 
 START = [{"id": "u0", "role": "user", "content": "start"}]
+
+
+def written_after(checkpoint: bytes, frames: list[bytes], head: JSONObject) -> bytes | None:
+    """The answer ``parts_after`` makes, joined as a body."""
+    parts = parts_after(checkpoint, frames, head)
+    return None if parts is None else b"".join(parts)
 
 
 def _generated(seed: int, count: int) -> Iterator[tuple[list[bytes], Any, Any]]:
