@@ -181,20 +181,20 @@ def _tree(root: bytes, cache: ChunkCache, what: str) -> Body[bytes]:
     whole = _cached(root, cache)
     if whole is not None:
         return whole
-    # Nodes whose leaves the cache holds joined are not walked into: a tree that shares
+    # Nodes whose bytes the cache holds in spans are not walked into: a tree that shares
     # most of itself with one read lately (the checkpoints of one run do) costs the reads
     # and lookups of what it does not share.
-    yield from _walk(root, cache, what, skip_joined=True)  # what it read is in the cache
+    yield from _walk(root, cache, what, skip_spanned=True)  # what it read is in the cache
     whole = _cached(root, cache)
     if whole is not None:
         return whole
     # The cache started over while this tree was read: the whole tree, then.
-    found = yield from _walk(root, cache, what, skip_joined=False)
+    found = yield from _walk(root, cache, what, skip_spanned=False)
     return reassemble(root, found)
 
 
 def _walk(
-    root: bytes, cache: ChunkCache, what: str, *, skip_joined: bool
+    root: bytes, cache: ChunkCache, what: str, *, skip_spanned: bool
 ) -> Body[dict[bytes, Chunk]]:
     """The chunks of the tree under ``root``, from ``cache`` or read (and then cached)."""
     found: dict[bytes, Chunk] = {}
@@ -204,7 +204,7 @@ def _walk(
         missing: list[bytes] = []
         walked: list[bytes] = []
         for key in level:
-            if skip_joined and cache.spans(key) is not None:
+            if skip_spanned and cache.spans(key) is not None:
                 continue
             walked.append(key)
             chunk = cache.get(key)
