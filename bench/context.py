@@ -206,3 +206,22 @@ class Context:
             second = await self.pool.start({"commit-pg2": recorder})
             urls["pg"], urls["pg2"] = first["commit-pg"], second["commit-pg2"]
         return urls, skipped
+
+    async def paired(self, flags: dict[str, list[str]]) -> dict[str, str]:
+        """SQLite recorders that differ only in ``flags`` (server name -> its options),
+        each on a fresh file, started together the first time they are asked for: a
+        comparison between them measures the option, not the "commit" recorder's file,
+        which holds every run of the benchmarks before by then."""
+        upstream = (await self.http_servers())["upstream"]
+        agents = ["--agent", f"up={upstream}/events", "--agent", f"small={upstream}/small"]
+        missing = {
+            name: ["recorder", "--db", self._file(f"proxy-{name}.db"), *more, *agents]
+            for name, more in flags.items()
+            if self.pool.url(name) is None
+        }
+        if missing:
+            await self.pool.start(missing)
+        return {name: self.pool.url(name) or "" for name in flags}
+
+    def _file(self, name: str) -> str:
+        return store_url(str(self.workdir / name))

@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from bench.client import StreamError, new_client, read_stream, run_input, settled
-from bench.context import Context, store_url
+from bench.context import Context
 from bench.report import Row, at_least
 from bench.telemetry import cpu_seconds
 from recorder.proxy.journal import JournalFile, Record, encode
@@ -33,42 +33,14 @@ WRITERS = 50  # concurrent appenders of the journal file row
 
 
 async def servers(ctx: Context) -> dict[str, str]:
-    urls = await ctx.http_servers()
-    upstream = urls["upstream"]
-    agents = ["--agent", f"up={upstream}/events", "--agent", f"small={upstream}/small"]
-    # "healthy" and "off" alike: fresh files, started together (the "commit" recorder of
-    # the other benchmarks holds their runs by now, a larger file to append to).
-    specs = {
-        "journal": [
-            "recorder",
-            "--db",
-            store_url(str(ctx.workdir / "proxy-journal.db")),
-            *agents,
-        ],
-        "nojournal": [
-            "recorder",
-            "--db",
-            store_url(str(ctx.workdir / "proxy-nojournal.db")),
-            "--no-journal",
-            *agents,
-        ],
-        "storedown": [
-            "recorder",
-            "--db",
-            store_url(str(ctx.workdir / "proxy-storedown.db")),
-            "--store-deadline",
-            "0.2",
-            *agents,
-        ],
-    }
-    missing = {name: spec for name, spec in specs.items() if ctx.pool.url(name) is None}
-    if missing:
-        await ctx.pool.start(missing)
-    return {
-        "healthy": ctx.pool.url("journal") or "",
-        "off": ctx.pool.url("nojournal") or "",
-        "down": ctx.pool.url("storedown") or "",
-    }
+    started = await ctx.paired(
+        {
+            "journal": [],
+            "nojournal": ["--no-journal"],
+            "storedown": ["--store-deadline", "0.2"],
+        }
+    )
+    return {path: started[name] for path, name in SERVERS.items()}
 
 
 @contextlib.contextmanager

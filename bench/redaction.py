@@ -11,25 +11,18 @@ from __future__ import annotations
 import statistics
 
 from bench.client import StreamError, new_client, read_stream, run_input, settled
-from bench.context import Context, store_url
+from bench.context import Context
 from bench.report import Row, at_least
 from bench.telemetry import cpu_seconds
 
 PATHS = ("on", "off")
-NAMES = {"on": "redacting", "off": "commit"}  # the servers in the pool
+NAMES = {"on": "redacting", "off": "plain"}  # the servers in the pool
 REQUESTS = 3  # throughput requests per path and round
 
 
 async def servers(ctx: Context) -> dict[str, str]:
-    urls = await ctx.http_servers()
-    on = ctx.pool.url("redacting")
-    if on is None:
-        upstream = urls["upstream"]
-        agents = ["--agent", f"up={upstream}/events", "--agent", f"small={upstream}/small"]
-        db = store_url(str(ctx.workdir / "proxy-redacting.db"))
-        spec = ["recorder", "--db", db, "--redaction", *agents]
-        on = (await ctx.pool.start({"redacting": spec}))["redacting"]
-    return {"on": on, "off": urls["commit"]}
+    started = await ctx.paired({"redacting": ["--redaction"], "plain": []})
+    return {path: started[name] for path, name in NAMES.items()}
 
 
 async def run(ctx: Context) -> list[Row]:

@@ -228,15 +228,8 @@ async def queries_on(ctx: Context, db: str, name: str, runs: int) -> list[Row]:
 
 
 async def proxy_cost(ctx: Context) -> Row:
-    urls = await ctx.http_servers()
-    off = ctx.pool.url("noindex")
-    if off is None:
-        upstream = urls["upstream"]
-        agents = ["--agent", f"up={upstream}/events"]
-        db = store_url(str(ctx.workdir / "proxy-noindex.db"))
-        spec = ["recorder", "--db", db, "--no-search-index", *agents]
-        off = (await ctx.pool.start({"noindex": spec}))["noindex"]
-    paths = {"on": urls["commit"], "off": off}
+    started = await ctx.paired({"indexing": [], "noindex": ["--no-search-index"]})
+    paths = {"on": started["indexing"], "off": started["noindex"]}
     expected = ctx.plan.proxy_events
     rate: dict[str, list[float]] = {"on": [], "off": []}
     async with new_client() as client:

@@ -12,13 +12,13 @@ import statistics
 from pathlib import Path
 
 from bench.client import StreamError, new_client, read_stream, run_input, settled
-from bench.context import Context, store_url
+from bench.context import Context
 from bench.report import Row, at_least
 
 PATHS = ("on", "off")
 
 
-NAMES = {"on": "commit", "off": "nometrics"}  # the servers in the pool
+NAMES = {"on": "metrics", "off": "nometrics"}  # the servers in the pool
 REQUESTS = 3  # throughput requests per path and round
 _TICK = os.sysconf("SC_CLK_TCK")
 
@@ -31,15 +31,8 @@ def cpu_seconds(ctx: Context, name: str) -> float:
 
 
 async def servers(ctx: Context) -> dict[str, str]:
-    urls = await ctx.http_servers()
-    off = ctx.pool.url("nometrics")
-    if off is None:
-        upstream = urls["upstream"]
-        agents = ["--agent", f"up={upstream}/events", "--agent", f"small={upstream}/small"]
-        db = store_url(str(ctx.workdir / "proxy-nometrics.db"))
-        spec = ["recorder", "--db", db, "--no-metrics", *agents]
-        off = (await ctx.pool.start({"nometrics": spec}))["nometrics"]
-    return {"on": urls["commit"], "off": off}
+    started = await ctx.paired({"metrics": [], "nometrics": ["--no-metrics"]})
+    return {path: started[name] for path, name in NAMES.items()}
 
 
 async def run(ctx: Context) -> list[Row]:
