@@ -158,20 +158,20 @@ class Context:
                 }
             )
         )["upstream"]
-        agents = ["--agent", f"up={upstream}/events", "--agent", f"small={upstream}/small"]
+        agents = _agents(upstream)
         started = await self.pool.start(
             {
                 "bare": ["bare", *agents],
                 "commit": [
                     "recorder",
                     "--db",
-                    store_url(str(self.workdir / "proxy-commit.db")),
+                    self._db("commit"),
                     *agents,
                 ],
                 "buffered": [
                     "recorder",
                     "--db",
-                    store_url(str(self.workdir / "proxy-buffered.db")),
+                    self._db("buffered"),
                     "--durability",
                     "buffered",
                     *agents,
@@ -200,7 +200,7 @@ class Context:
         else:
             # Two recorder processes on one database: the scale-out rows use both.
             dsn = await self.pg.create("proxy")
-            agents = ["--agent", f"up={upstream}/events", "--agent", f"small={upstream}/small"]
+            agents = _agents(upstream)
             recorder = ["recorder", "--db", store_url(dsn), *agents]
             first = await self.pool.start({"commit-pg": recorder})  # it migrates
             second = await self.pool.start({"commit-pg2": recorder})
@@ -213,9 +213,9 @@ class Context:
         comparison between them measures the option, not the "commit" recorder's file,
         which holds every run of the benchmarks before by then."""
         upstream = (await self.http_servers())["upstream"]
-        agents = ["--agent", f"up={upstream}/events", "--agent", f"small={upstream}/small"]
+        agents = _agents(upstream)
         missing = {
-            name: ["recorder", "--db", self._file(f"proxy-{name}.db"), *more, *agents]
+            name: ["recorder", "--db", self._db(name), *more, *agents]
             for name, more in flags.items()
             if self.pool.url(name) is None
         }
@@ -223,5 +223,11 @@ class Context:
             await self.pool.start(missing)
         return {name: self.pool.url(name) or "" for name in flags}
 
-    def _file(self, name: str) -> str:
-        return store_url(str(self.workdir / name))
+    def _db(self, server: str) -> str:
+        """The URL of the SQLite file of the recorder ``server`` of the pool."""
+        return store_url(str(self.workdir / f"proxy-{server}.db"))
+
+
+def _agents(upstream: str) -> list[str]:
+    """A recorder's options naming the upstream's two endpoints as its agents."""
+    return ["--agent", f"up={upstream}/events", "--agent", f"small={upstream}/small"]
