@@ -354,9 +354,11 @@ class Settings(BaseSettings):
             parse_age(age)
         return value
 
-    # Search: closed runs are indexed by a background task, polling this often (seconds).
+    # Search: closed runs are indexed by a background task, polling this often (seconds);
+    # a run another recorder of the database recorded, once it has been closed this long.
     search_index: bool = True
     search_index_interval: float = 1.0
+    search_index_handover: Annotated[float, Field(ge=0)] = 60.0
 
     @field_validator("agents", mode="before")
     @classmethod

@@ -55,7 +55,12 @@ class Runtime:
         if journal is not None:
             journal.observer = self.telemetry
         self.proxy = Proxy(journal or store, settings, client, self.owner, self.telemetry)
-        self.indexer = Indexer(store, busy=lambda: bool(self.proxy.active))
+        self.indexer = Indexer(
+            store,
+            busy=lambda: bool(self.proxy.active),
+            owner=self.owner,
+            handover=settings.search_index_handover,
+        )
         self._tasks: list[asyncio.Task[None]] = []
         self._to_checkpoint: asyncio.Queue[str] = asyncio.Queue()
         self._owns_store = False

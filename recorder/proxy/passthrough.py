@@ -162,8 +162,10 @@ class Passthrough:
     ) -> Page:
         return await self.store.search(filters, limit=limit, cursor=cursor)
 
-    async def runs_to_index(self, limit: int) -> list[str]:
-        return await self.store.runs_to_index(limit)
+    async def runs_to_index(
+        self, limit: int, *, owner: str | None = None, closed_before: float = 0.0
+    ) -> list[str]:
+        return await self.store.runs_to_index(limit, owner=owner, closed_before=closed_before)
 
     async def index_run(
         self,

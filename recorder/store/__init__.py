@@ -421,8 +421,13 @@ class EventStore(Protocol):
         """
         ...
 
-    async def runs_to_index(self, limit: int) -> list[str]:
-        """Up to ``limit`` closed runs whose documents are not indexed yet, oldest first."""
+    async def runs_to_index(
+        self, limit: int, *, owner: str | None = None, closed_before: float = 0.0
+    ) -> list[str]:
+        """Up to ``limit`` closed runs whose documents are not indexed yet, oldest first.
+        With ``owner`` (a recorder's ``Runtime.owner``), only the runs it recorded, those
+        no recorder owns, and those closed before ``closed_before`` (a time): recorders
+        sharing a database each index their own runs, and any of them those left over."""
         ...
 
     async def index_run(

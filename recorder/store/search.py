@@ -57,10 +57,18 @@ MARK_INDEXED = Execute(
     "INSERT INTO search_runs (run_id, thread_id, indexed_at) VALUES (?, ?, ?) "
     "ON CONFLICT (run_id) DO UPDATE SET indexed_at = excluded.indexed_at"
 )
-PENDING = Fetch(
-    "SELECT r.run_id FROM runs r WHERE r.status <> ? AND NOT EXISTS "
+_PENDING = (
+    "SELECT r.run_id FROM runs r WHERE r.status <> ?{} AND NOT EXISTS "
     "(SELECT 1 FROM search_runs s WHERE s.run_id = r.run_id) "
     "ORDER BY r.created_at, r.run_id LIMIT ?"
+)
+PENDING = Fetch(_PENDING.format(""))
+# Only the runs one recorder should index: its own, those no recorder owns, and those
+# whose recorder had ``handover`` seconds since they closed (gone, or not indexing).
+PENDING_OF = Fetch(
+    _PENDING.format(
+        " AND (r.owner = ? OR r.owner IS NULL OR coalesce(r.finished_at, r.created_at) < ?)"
+    )
 )
 _CLEAR = ("DELETE FROM search_runs", "DELETE FROM search_docs")
 DROP_FTS_OF_THREAD = Execute(
@@ -72,9 +80,15 @@ UNMARK_THREAD = Execute("DELETE FROM search_runs WHERE thread_id = ?")
 CLEAR_FTS = Execute("INSERT INTO search_fts (search_fts) VALUES ('delete-all')")
 
 
-def pending_runs(limit: int) -> Body[list[str]]:
-    """Closed runs not indexed yet, oldest first."""
-    rows = yield PENDING, (RUNNING, limit)
+def pending_runs(
+    limit: int, owner: str | None = None, closed_before: float = 0.0
+) -> Body[list[str]]:
+    """Closed runs not indexed yet, oldest first; with ``owner``, only those it recorded,
+    those no recorder owns, and those closed before ``closed_before``."""
+    if owner is None:
+        rows = yield PENDING, (RUNNING, limit)
+    else:
+        rows = yield PENDING_OF, (RUNNING, owner, closed_before, limit)
     return [str(row[0]) for row in rows]
 
 

@@ -530,8 +530,10 @@ class SqlStore:
         dialect = self.database.dialect
         return await self._read(lambda: search.search(dialect, filters, limit, cursor))
 
-    async def runs_to_index(self, limit: int) -> list[str]:
-        return await self._read(lambda: search.pending_runs(limit))
+    async def runs_to_index(
+        self, limit: int, *, owner: str | None = None, closed_before: float = 0.0
+    ) -> list[str]:
+        return await self._read(lambda: search.pending_runs(limit, owner, closed_before))
 
     async def index_run(
         self,

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -302,6 +303,12 @@ def posted_messages(run: Run) -> list[SearchDoc]:
 class Indexer:
     """Keeps the search index up with the log (see the module's DESIGN).
 
+    Recorders sharing a database (``owner``: this one's ``Runtime.owner``) each index,
+    as they follow the log, the runs they recorded and those no recorder owns; a run of
+    another's once it has been closed ``handover`` seconds (its recorder stopped, or does
+    not index), so that no run is indexed by every one of them. ``index_pending`` and
+    ``reindex`` take every run.
+
     Live traffic comes first. The work is cut small (a page of events read, a slice
     folded, a few documents written per transaction), and between pieces the indexer
     gives way (``GiveWay``): while ``busy()`` says runs are being recorded it waits, up
@@ -316,9 +323,13 @@ class Indexer:
         busy: Callable[[], bool] | None = None,
         max_lag: float = 10.0,
         batch: int = 20,
+        owner: str | None = None,
+        handover: float = 60.0,
     ) -> None:
         self.store = store
         self.batch = batch
+        self.owner = owner
+        self.handover = handover
         self._busy = asyncio.Lock()  # one pass at a time: follow() and reindex() take turns
         self._give_way = GiveWay(busy, max_lag)
 
@@ -361,11 +372,19 @@ class Indexer:
         async with self._busy:
             return await self._index_pending()
 
-    async def _index_pending(self) -> int:
+    async def index_own(self) -> int:
+        """``index_pending`` for the runs this recorder should index (see the class)."""
+        async with self._busy:
+            return await self._index_pending(self.owner)
+
+    async def _index_pending(self, owner: str | None = None) -> int:
         done = 0
         while True:
             await self._give_way()
-            pending = await self.store.runs_to_index(self.batch)
+            closed_before = time.time() - self.handover
+            pending = await self.store.runs_to_index(
+                self.batch, owner=owner, closed_before=closed_before
+            )
             for run_id in pending:
                 await self.index_run(run_id)
             done += len(pending)
@@ -382,7 +401,7 @@ class Indexer:
         """Index as runs close, until cancelled; a failure is logged and tried again."""
         while True:
             try:
-                await self.index_pending()
+                await self.index_own()
             except Exception as exc:
                 LOG.warning("search indexing failed: %s", exc, exc_info=exc)
             await asyncio.sleep(interval)

@@ -81,3 +81,41 @@ async def test_no_query_is_a_server_error(
     assert response.status_code in (200, 422), response.text
     if response.status_code == 422:
         assert set(response.json()) == {"detail"}
+
+
+async def test_recorders_on_one_database_index_their_own_runs(db_url: str) -> None:
+    """Two recorders on one database: the one that does not index leaves its runs to the
+    other only after the handover; the other indexes its own at once."""
+    async with (
+        demo_upstream() as upstream,
+        recorder_at(db_url, {"demo": upstream}, search_index=False) as quiet,
+        httpx.AsyncClient(base_url=quiet, timeout=60, trust_env=False) as http,
+    ):
+        await conversation(http, quiet, "q1")
+        async with (
+            recorder_at(
+                db_url, {"demo": upstream}, search_index_interval=0.05, search_index_handover=3600
+            ) as busy,
+            httpx.AsyncClient(base_url=busy, timeout=60, trust_env=False) as other,
+        ):
+            await conversation(other, busy, "b1")
+
+            async def threads_indexed() -> set[str]:
+                found = (await other.get("/search", params={"limit": 100})).json()
+                return {hit["threadId"] for hit in found["hits"]}
+
+            async def own_indexed() -> bool:
+                return "b1" in await threads_indexed()
+
+            await eventually(own_indexed, "its own runs indexed")
+            assert await threads_indexed() == {"b1"}  # q1's runs: not handed over yet
+        async with recorder_at(
+            db_url, {"demo": upstream}, search_index_interval=0.05, search_index_handover=0
+        ) as taking:
+            async with httpx.AsyncClient(base_url=taking, timeout=60, trust_env=False) as third:
+
+                async def all_indexed() -> bool:
+                    found = (await third.get("/search", params={"limit": 100})).json()
+                    return {hit["threadId"] for hit in found["hits"]} == {"b1", "q1"}
+
+                await eventually(all_indexed, "the other recorder's runs, handed over")

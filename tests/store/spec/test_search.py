@@ -415,3 +415,37 @@ async def test_an_index_of_a_run_purged_meanwhile_is_not_written(store: EventSto
     store.index_run = index_run  # type: ignore[method-assign]
     assert await hits(store, "bob example") == []
     assert await store.runs_to_index(10) == []
+
+
+async def test_recorders_sharing_a_database_each_index_their_own(store: EventStore) -> None:
+    """A recorder's indexer, as it follows the log, takes the runs it recorded and those no
+    recorder owns; another recorder's only once closed for the handover (its recorder gone,
+    or not indexing). ``index_pending`` takes every run."""
+    for run, owner in (("a1", "rec-a"), ("b1", "rec-b"), ("n1", None), ("g1", "rec-gone")):
+        await store.create_run(
+            NewRun(run, f"t-{run}", "support", posted(f"t-{run}", run), owner=owner)
+        )
+        await store.append(run, said(f"m-{run}", f"spoken in {run}"))
+        await store.set_status(run, "finished")
+    assert sorted(await store.runs_to_index(10)) == ["a1", "b1", "g1", "n1"]
+    assert sorted(await store.runs_to_index(10, owner="rec-a")) == ["a1", "n1"]
+    later = time.time() + 5
+    assert sorted(await store.runs_to_index(10, owner="rec-a", closed_before=later)) == [
+        "a1",
+        "b1",
+        "g1",
+        "n1",
+    ]
+
+    async def indexed() -> set[str]:
+        return {run_id for run_id, _kind, _seq in await hits(store, "spoken")}
+
+    assert await Indexer(store, owner="rec-a").index_own() == 2
+    assert await indexed() == {"a1", "n1"}
+    assert await Indexer(store, owner="rec-b").index_own() == 1
+    assert await indexed() == {"a1", "b1", "n1"}
+    assert await Indexer(store, owner="rec-a").index_own() == 0  # g1: not handed over yet
+    assert await Indexer(store, owner="rec-a", handover=0.0).index_own() == 1
+    assert await indexed() == {"a1", "b1", "g1", "n1"}
+    await store.clear_index()
+    assert await Indexer(store, owner="rec-a").index_pending() == 4
