@@ -86,12 +86,14 @@ _TOKEN_PREFIX = re.compile(
 
 # What a phone number, an IPv4 or an IPv6 address cannot do without: looked for only in a
 # string that has a digit (or a colon), so that JSON numbers in text (0.0910377069570938)
-# are searched for cards alone.
-# (One character class first in each: the search then skips to the digits.)
-_PHONE_HINT = re.compile(r"\d[ -]\d")
+# are searched for cards alone. Each begins with its rarest character and looks behind for
+# the one before it (``\d[ -]\d`` written as ``[ -](?<=\d[ -])\d``): the search then stops
+# only at that character, where one beginning with a digit or a hex digit tried a match at
+# each, 4-8x as long on a tool result's JSON.
+_PHONE_HINT = re.compile(r"[ -](?<=\d[ -])\d")
 _PHONE_OPENING = re.compile(r"[+(]\d")
-_IPV4_HINT = re.compile(r"\d\.\d{1,3}\.\d")
-_IPV6_HINT = re.compile(r"[0-9A-Fa-f]:|::")
+_IPV4_HINT = re.compile(r"\.(?<=\d\.)\d{1,3}\.\d")
+_IPV6_HINT = re.compile(r":(?<=[0-9A-Fa-f]:)|::")
 
 
 def features(s: str) -> int:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from recorder.config import RedactionRule
 from recorder.redaction.detectors import BITS, CHECKS, PATTERNS, features
@@ -147,9 +147,12 @@ class Matcher:
             search = self._searches[bits] = _Search(chosen)
         return search
 
-    def sub(self, text: str, fired: set[str]) -> str:
-        """``text`` with every match replaced; the rules that fired are added to ``fired``."""
-        bits = features(text) & self._bits if self._bits else 0
+    def sub(self, text: str, fired: set[str], found: int | None = None) -> str:
+        """``text`` with every match replaced; the rules that fired are added to ``fired``.
+        ``found``: ``features(text)``, when the caller has it already."""
+        if found is None:
+            found = features(text) if self._bits else 0
+        bits = found & self._bits
         if not bits and not self._custom:
             return text
         search = self._search(bits)
@@ -181,16 +184,25 @@ _SINGLE: dict[str, tuple[str, str, frozenset[str]]] = {
 }
 
 
-def plans(rules: Rules) -> dict[str, tuple[str, frozenset[str], int]]:
-    """For each single-field event type whose rules are detectors only: the field, the keys
-    the event may hold, and the detectors' bits (``Redactor.quiet``)."""
-    found: dict[str, tuple[str, frozenset[str], int]] = {}
+class Plan(NamedTuple):
+    """How an event type whose data is one string field is screened (``Redactor.quiet``)."""
+
+    field: str
+    allowed: frozenset[str]  # the keys such an event may hold, that field's included
+    bits: int  # the detectors of its rules (0: no rule for its data, nothing to look for)
+    data_kind: str
+
+
+def plans(rules: Rules) -> dict[str, Plan]:
+    """For each single-field event type whose rules are detectors only (or none): its
+    ``Plan``."""
+    found: dict[str, Plan] = {}
     for kind, (field, data_kind, allowed) in _SINGLE.items():
         matcher = rules.matcher(data_kind)
         if matcher is None:  # no rule for this data: nothing to look for
-            found[kind] = (field, allowed, 0)
+            found[kind] = Plan(field, allowed, 0, data_kind)
         elif matcher.bits:
-            found[kind] = (field, allowed, matcher.bits)
+            found[kind] = Plan(field, allowed, matcher.bits, data_kind)
     return found
 
 

@@ -1,0 +1,94 @@
+"""The cheap screening before any search: ``features`` never hides a detector that would
+match, and the proxy's one-string shortcut redacts exactly as the walk over the event does."""
+
+from __future__ import annotations
+
+import re
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from recorder.config import RedactionConfig
+from recorder.redaction import Redactor, engine
+from recorder.redaction.detectors import BITS, PATTERNS, features
+from recorder.wire.jsontext import dump
+
+BUILTIN = RedactionConfig(rules="builtin").rules
+
+# Text dense in what the detectors and their hints turn on: digits beside separators, dots,
+# colons, hex letters, token prefixes, an @.
+_PIECES = st.sampled_from(
+    [
+        *"0123456789",
+        *" -.:+()@_",
+        *"abcdefAFJ",
+        "sk-",
+        "eyJ",
+        "Bearer ",
+        "AKIA",
+        "4111 1111 1111 1111",
+        "4111111111111111",
+        "378282246310005",
+        "192.168.0.1",
+        "fe80::1",
+        "+1 415-555-0100",
+        "x@y.io",
+        "é",
+        "٣",  # a digit outside ASCII
+    ]
+)
+texts = st.lists(_PIECES, max_size=30).map("".join)
+# Short strings of a few characters: every arrangement of digits and separators turns up.
+dense = st.text(alphabet="01 -.:+(aF٣", max_size=12)
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.one_of(dense, texts))
+def test_features_never_hides_a_detector_that_matches(text: str) -> None:
+    found = features(text)
+    for name, pattern in PATTERNS.items():
+        if re.search(f"(?a:{pattern})", text):
+            assert found & BITS[name], (name, text)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.one_of(dense, texts))
+def test_the_hints_agree_with_their_plain_forms(text: str) -> None:
+    """The hints begin with their rarest character and look behind for the rest; they
+    must find what the plain patterns would (the text has a digit, for the digit ones)."""
+    from recorder.redaction import detectors
+
+    plain = {
+        detectors._PHONE_HINT: r"\d[ -]\d",
+        detectors._IPV4_HINT: r"\d\.\d{1,3}\.\d",
+        detectors._IPV6_HINT: r"[0-9A-Fa-f]:|::",
+    }
+    for hint, pattern in plain.items():
+        assert bool(hint.search(text)) == bool(re.search(pattern, text)), (pattern, text)
+
+
+_SINGLE_KINDS = st.sampled_from(
+    ["TEXT_MESSAGE_CONTENT", "TOOL_CALL_ARGS", "TOOL_CALL_RESULT", "REASONING_MESSAGE_CONTENT"]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_SINGLE_KINDS, texts)
+def test_the_one_string_shortcut_redacts_as_the_walk_does(kind: str, text: str) -> None:
+    field = "content" if kind == "TOOL_CALL_RESULT" else "delta"
+    obj = {"type": kind, "messageId": "m1", "toolCallId": "c1", field: text}
+    data = dump(obj, exact=True)
+    redactor = Redactor(BUILTIN, key="k")
+    result, stored = redactor.event(kind, obj, data)
+    fired: set[str] = set()
+    walked = engine.event(redactor.rules, kind, obj, fired)
+    assert result.fired == tuple(sorted(fired))
+    assert stored == walked
+    if fired:
+        assert result.payload == dump(walked, exact=True)
+        assert result.mac is not None
+    else:
+        assert result.payload is data and stored is obj
+    # The proxy asks ``quiet`` first and skips the event when it says so: never wrongly.
+    if redactor.quiet(kind, obj):
+        assert not fired
