@@ -46,9 +46,9 @@ from recorder.store.statements import (
     Fetch,
 )
 
-INSERT_THREAD = Execute(
-    "INSERT INTO threads (thread_id, agent, created_at, updated_at, run_count) "
-    "VALUES (?, ?, ?, ?, 0) ON CONFLICT (thread_id) DO NOTHING"
+INSERT_CLAIMED_THREAD = Execute(
+    "INSERT INTO threads (thread_id, agent, created_at, updated_at, run_count, latest_run_id) "
+    "VALUES (?, ?, ?, ?, 1, ?) ON CONFLICT (thread_id) DO NOTHING"
 )
 # A thread's run count is 1 only once its first run claimed it: a count of 1 here says
 # the row was inserted by this statement.
@@ -175,11 +175,20 @@ def create_run(run: NewRun, kept: Kept | None = None, dialect: str = "sqlite") -
     kept = kept if kept is not None else Kept()
     stored = False  # the input went in with the run
     if run.infer_parent and parent is None:
-        # The thread's latest run is wanted: read under the thread's lock, then claimed.
-        created = yield INSERT_THREAD, (run.thread_id, run.agent, now, now)
-        ((latest,),) = yield LATEST_RUN, (run.thread_id,)
-        yield CLAIM_THREAD, (now, run.run_id, run.thread_id)
-        parent, inferred = latest, latest is not None
+        # The thread's latest run is wanted: read under the thread's lock, then claimed. A
+        # thread not there yet is inserted claimed by this run, its first (no parent): one
+        # statement where an empty row, then its claim, took two.
+        rows = yield LATEST_RUN, (run.thread_id,)
+        created = False
+        if not rows:
+            new = (run.thread_id, run.agent, now, now, run.run_id)
+            created = bool((yield INSERT_CLAIMED_THREAD, new))
+            if not created:  # another transaction inserted it meanwhile (PostgreSQL)
+                rows = yield LATEST_RUN, (run.thread_id,)
+        if not created:
+            ((latest,),) = rows
+            yield CLAIM_THREAD, (now, run.run_id, run.thread_id)
+            parent, inferred = latest, latest is not None
         yield INSERT_RUN, _run_columns(run, parent, inferred, now, beat)
     elif dialect == "postgresql":
         # One statement (one round trip): the thread inserted or locked and claimed, then
