@@ -68,6 +68,27 @@ async def test_parent_inferred_inside_the_creating_transaction(store: EventStore
     assert parents.count(None) == 1 and len({p for p in parents if p}) == 5
 
 
+async def test_first_runs_of_a_new_thread_posted_at_once_line_up(store: EventStore) -> None:
+    # Inputs kept as trees (large, nothing to be a delta of) are created statement by
+    # statement on every database: the thread is inserted by one of them, claimed by it,
+    # and each of the others finds it there and takes its latest run as its parent.
+    big = b'{"messages":[' + b",".join(b'{"content":"%d"}' % i for i in range(400)) + b"]}"
+    for round_no in range(3):
+        thread, runs = f"t{round_no}", [f"r{round_no}-{i}" for i in range(6)]
+        await asyncio.gather(
+            *(store.create_run(NewRun(r, thread, input=big, infer_parent=True)) for r in runs)
+        )
+        got = {r: await store.get_run(r) for r in runs}
+        parents = [run.parent_run_id for run in got.values()]
+        assert parents.count(None) == 1 and len({p for p in parents if p}) == 5
+        assert {p for p in parents if p} < set(runs)
+        thread_row = await store.get_thread(thread)
+        assert thread_row.run_count == 6
+        # The latest run is the one no other names as its parent: the end of the chain.
+        assert thread_row.latest_run_id in set(runs) - set(parents)
+        assert all(run.input == big for run in got.values())
+
+
 async def test_duplicate_run_id_is_a_conflict(store: EventStore) -> None:
     await store.create_run(NewRun("r1", "t1", input=b"first"))
     with pytest.raises(Conflict, match=r"^run 'r1' already exists$"):
