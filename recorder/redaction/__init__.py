@@ -71,19 +71,13 @@ class Redactor:
             new_text = matcher.sub(text, fired) if matcher is not None else text
             return self._result(data, new_text.encode() if fired else None, fired), None
         plan = self._plans.get(kind)  # type: ignore[arg-type]
-        if plan is not None and obj.keys() <= plan.allowed:
-            value = obj.get(plan.field)
-            if type(value) is str:  # (the proxy's common case, decided on one string)
-                found = features(value)
-                if not found & plan.bits:
-                    return Result(data, ()), obj
-                matcher = self.rules.matcher(plan.data_kind)
-                new_value = matcher.sub(value, fired, found) if matcher is not None else value
-                if not fired:
-                    return Result(data, ()), obj
-                redacted = {**obj, plan.field: new_value}
-                return self._result(data, dump(redacted, exact=True), fired), redacted
-        if engine.quiet(kind, obj, self.rules) or self.rules.clean(data):
+        value = obj.get(plan.field) if plan is not None and obj.keys() <= plan.allowed else None
+        if plan is not None and type(value) is str:
+            # The proxy's common case, decided on that one string (the checks below would
+            # only ask the same again).
+            if not features(value) & plan.bits:
+                return Result(data, ()), obj
+        elif engine.quiet(kind, obj, self.rules) or self.rules.clean(data):
             return Result(data, ()), obj
         new = engine.event(self.rules, kind, obj, fired)
         return self._result(data, dump(new, exact=True) if fired else None, fired), new

@@ -147,12 +147,9 @@ class Matcher:
             search = self._searches[bits] = _Search(chosen)
         return search
 
-    def sub(self, text: str, fired: set[str], found: int | None = None) -> str:
-        """``text`` with every match replaced; the rules that fired are added to ``fired``.
-        ``found``: ``features(text)``, when the caller has it already."""
-        if found is None:
-            found = features(text) if self._bits else 0
-        bits = found & self._bits
+    def sub(self, text: str, fired: set[str]) -> str:
+        """``text`` with every match replaced; the rules that fired are added to ``fired``."""
+        bits = features(text) & self._bits if self._bits else 0
         if not bits and not self._custom:
             return text
         search = self._search(bits)
@@ -190,7 +187,6 @@ class Plan(NamedTuple):
     field: str
     allowed: frozenset[str]  # the keys such an event may hold, that field's included
     bits: int  # the detectors of its rules (0: no rule for its data, nothing to look for)
-    data_kind: str
 
 
 def plans(rules: Rules) -> dict[str, Plan]:
@@ -200,9 +196,9 @@ def plans(rules: Rules) -> dict[str, Plan]:
     for kind, (field, data_kind, allowed) in _SINGLE.items():
         matcher = rules.matcher(data_kind)
         if matcher is None:  # no rule for this data: nothing to look for
-            found[kind] = Plan(field, allowed, 0, data_kind)
+            found[kind] = Plan(field, allowed, 0)
         elif matcher.bits:
-            found[kind] = Plan(field, allowed, matcher.bits, data_kind)
+            found[kind] = Plan(field, allowed, matcher.bits)
     return found
 
 
