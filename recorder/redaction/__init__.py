@@ -70,14 +70,12 @@ class Redactor:
             text = data.decode("utf-8", "replace")
             new_text = matcher.sub(text, fired) if matcher is not None else text
             return self._result(data, new_text.encode() if fired else None, fired), None
-        plan = self._plans.get(kind)  # type: ignore[arg-type]
-        value = obj.get(plan.field) if plan is not None and obj.keys() <= plan.allowed else None
-        if plan is not None and type(value) is str:
-            # The proxy's common case, decided on that one string (the checks below would
-            # only ask the same again).
-            if not features(value) & plan.bits:
-                return Result(data, ()), obj
-        elif engine.quiet(kind, obj, self.rules) or self.rules.clean(data):
+        # The proxy's common case is decided on the event's one string; the checks after
+        # it would only ask the same again.
+        screened = self._screen(kind, obj)
+        if screened or (
+            screened is None and (engine.quiet(kind, obj, self.rules) or self.rules.clean(data))
+        ):
             return Result(data, ()), obj
         new = engine.event(self.rules, kind, obj, fired)
         return self._result(data, dump(new, exact=True) if fired else None, fired), new
@@ -86,11 +84,18 @@ class Redactor:
         """True when the event certainly needs nothing, decided in a few hundred
         nanoseconds for a text delta: the proxy asks this of every event first. An event
         of ids and names alone (a message's start or end) needs nothing either."""
+        screened = self._screen(kind, obj)
+        return obj.keys() <= engine.SKIP if screened is None else screened
+
+    def _screen(self, kind: str | None, obj: dict[str, Any]) -> bool | None:
+        """Whether the event certainly needs nothing, decided on its one string field by
+        its type's plan (``engine.plans``); None where no plan decides: none for its type,
+        keys the plan does not know, or that field not a string."""
         plan = self._plans.get(kind)  # type: ignore[arg-type]
         if plan is None or not obj.keys() <= plan.allowed:
-            return obj.keys() <= engine.SKIP
+            return None
         value = obj.get(plan.field)
-        return type(value) is str and not features(value) & plan.bits
+        return not features(value) & plan.bits if type(value) is str else None
 
     def run_input(self, body: bytes, posted: dict[str, Any]) -> tuple[Result, dict[str, Any]]:
         """A posted RunAgentInput (``body``, decoded as ``posted``) and the input as stored."""
