@@ -56,6 +56,7 @@ _INSERT_EVENTS = (
 # What counts as a small transaction, run on the event loop (see SQLiteWriter).
 _SMALL_EVENTS = 32
 _SMALL_BYTES = 64 * 1024
+_ROW_BYTES = 160  # WAL an event's row writes besides its payload (ids, hash, index entry)
 _READERS = 4
 # Result codes (the low byte of sqlite_errorcode) that mean the database cannot be used
 # now: it cannot be opened, read or written, is full, or another process holds it.
@@ -97,7 +98,9 @@ class SQLiteDatabase:
                     f"cannot open SQLite database {path!r}: {parent} does not exist"
                 )
             writer = SQLiteWriter(
-                lambda: connect(path, check_same_thread=False), lambda: connect(path, *_INLINE)
+                lambda: connect(path, *_NO_CHECKPOINTS, check_same_thread=False),
+                lambda: connect(path, *_INLINE),
+                lambda: connect(path, check_same_thread=False),
             )
             database = cls(url, writer, SQLiteReaders(path))
         try:
@@ -136,7 +139,9 @@ class SQLiteDatabase:
         idempotent: bool = False,
     ) -> T:
         small = events <= _SMALL_EVENTS and size <= _SMALL_BYTES
-        return await self._writer.run(lambda conn: drive(conn, body()), small=small)
+        return await self._writer.run(
+            lambda conn: drive(conn, body()), small=small, written=size + _ROW_BYTES * events
+        )
 
     async def read(self, body: Callable[[], Body[T]], *, small: bool = False) -> T:
         if self._readers is None:
@@ -332,8 +337,10 @@ _PERFORM: dict[type, Callable[[sqlite3.Connection, Any, Any], Any]] = {
 }
 
 
-# The loop's connection never waits for the file lock and never checkpoints.
-_INLINE = ("busy_timeout=0", "wal_autocheckpoint=0")
+# The writers never checkpoint (``SQLiteWriter``: a connection of its own does); the loop's
+# connection never waits for the file lock either.
+_NO_CHECKPOINTS = ("wal_autocheckpoint=0",)
+_INLINE = ("busy_timeout=0", *_NO_CHECKPOINTS)
 
 
 def _target(url: str) -> tuple[str, bool, str | None]:

@@ -9,6 +9,7 @@ the summary, the checkpoints.
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 import time
 from pathlib import Path
@@ -53,7 +54,13 @@ async def test_sqlite_file_and_wal_hold_nothing_of_a_purged_thread(tmp_path: Pat
         await store.purge(PurgeSelection(thread_ids=("gone",)), actor="cli", reason="erasure")
         checkpoint = sqlite3.connect(path)
         try:
-            checkpoint.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            # (busy, ...): busy while the store's own checkpoint runs beside; then again.
+            for _ in range(100):
+                if checkpoint.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0] == 0:
+                    break
+                await asyncio.sleep(0.05)
+            else:
+                raise AssertionError("the WAL could not be checkpointed")
         finally:
             checkpoint.close()
         data = path.read_bytes()
