@@ -53,7 +53,7 @@ class SQLiteWriter:
     starts over at the first write after a checkpoint that copied all of it, and one that
     ran beside writes may never get there: a WAL past ``_WAL_FRAMES`` is checkpointed once
     more under the write lock (most of it copied already; the two syncs remain). Under
-    writes that never pause the WAL so grows to 16-25 MB, where SQLite's own keeps it
+    writes that never pause the WAL so grows to 6-12 MB, where SQLite's own kept it
     near 4 MB. Without a ``checkpoints`` connection (a database in memory or named by a
     URI: one connection for everything) SQLite checkpoints as it does by default.
     """
@@ -62,7 +62,7 @@ class SQLiteWriter:
     # commit) between two checkpoints: about SQLite's own 1,000 pages.
     _CHECKPOINT_BYTES = 4 * 1024 * 1024
     _COMMIT_BYTES = 40 * 1024  # WAL a small commit writes (its rows' pages and indexes')
-    _WAL_FRAMES = 4096  # pages in the WAL (16 MB) past which it must start over
+    _WAL_FRAMES = 1024  # pages in the WAL (4 MB) past which it must start over
 
     def __init__(
         self,
