@@ -312,6 +312,10 @@ class Settings(BaseSettings):
     # Events between a run's checkpoints (built when it closes; 0: none, every query folds
     # from the run's start). Checkpoints share their chunks, so dense ones cost little.
     checkpoint_every: int = 250
+    # Megabytes of input and checkpoint chunks a process keeps in memory, read or written
+    # lately (0: none; every read goes to the database). The resident memory grows by
+    # about this much as it fills, and no further.
+    chunk_cache_mb: int = Field(default=64, ge=0)
     heartbeat_interval: float = 5.0
     forward_headers: list[str] = Field(
         default_factory=lambda: ["authorization", "cookie", "accept-language", "user-agent"]
@@ -359,6 +363,10 @@ class Settings(BaseSettings):
     search_index: bool = True
     search_index_interval: float = 1.0
     search_index_handover: Annotated[float, Field(ge=0)] = 60.0
+
+    @property
+    def chunk_cache_bytes(self) -> int:
+        return self.chunk_cache_mb * 1024 * 1024
 
     @field_validator("agents", mode="before")
     @classmethod

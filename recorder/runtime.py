@@ -70,7 +70,9 @@ class Runtime:
     async def start(cls, settings: Settings, store: EventStore | None = None) -> Runtime:
         owns = store is None
         if store is None:
-            store = await open_store(settings.db, migrate=True)
+            store = await open_store(
+                settings.db, migrate=True, chunk_cache_bytes=settings.chunk_cache_bytes
+            )
         journal: JournaledStore | None = None
         try:
             if settings.journal:

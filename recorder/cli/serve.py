@@ -110,7 +110,9 @@ async def serve(settings: Settings) -> None:
     sock = listen(settings.host, settings.port)
     try:
         settings = settings.model_copy(update={"port": sock.getsockname()[1]})
-        store = await open_store(settings.db, migrate=True)
+        store = await open_store(
+            settings.db, migrate=True, chunk_cache_bytes=settings.chunk_cache_bytes
+        )
         try:
             if settings.journal:
                 # Before the server: a damaged journal stops the start with a plain error.

@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 from recorder.errors import ConfigError
 from recorder.store.errors import store_errors
+from recorder.store.inputs import CHUNK_CACHE_BYTES
 from recorder.store.model import (
     Action,
     Annotations,
@@ -464,11 +465,16 @@ class EventStore(Protocol):
 
 
 async def open_store(
-    url: str, *, migrate: bool = False, checkpoint_deltas: bool | None = None
+    url: str,
+    *,
+    migrate: bool = False,
+    checkpoint_deltas: bool | None = None,
+    chunk_cache_bytes: int = CHUNK_CACHE_BYTES,
 ) -> EventStore:
     """A store for ``url`` (``sqlite+aiosqlite:///...`` or ``postgresql+asyncpg://...``),
     its schema migrated first with ``migrate=True``. ``checkpoint_deltas``: keep a closed
     run's last checkpoint as a delta from the run's input (None: on PostgreSQL only).
+    ``chunk_cache_bytes``: about how many bytes of chunks it keeps in memory (0: none).
 
     ``sqlite+aiosqlite:///:memory:`` and URI databases (``?uri=true``) live on one
     connection, which the store shares between all its work. Raises ``ConfigError`` for
@@ -486,7 +492,9 @@ async def open_store(
         )
     with store_errors(kind.classify):
         database: Database = await kind.open(url)
-    store = SqlStore(database, checkpoint_deltas=checkpoint_deltas)
+    store = SqlStore(
+        database, checkpoint_deltas=checkpoint_deltas, chunk_cache_bytes=chunk_cache_bytes
+    )
     if migrate:
         try:
             await store.migrate()

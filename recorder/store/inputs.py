@@ -294,6 +294,9 @@ def reassemble(root: bytes, chunks: Mapping[bytes, Chunk]) -> bytes:
     return b"".join(out)
 
 
+CHUNK_CACHE_BYTES = 64 * 1024 * 1024  # a process's chunk cache, by default
+
+
 class ChunkCache:
     """Chunks read or written lately, by hash, up to about ``budget`` bytes.
 
@@ -309,11 +312,20 @@ class ChunkCache:
     lookup per node it does not share with a tree joined before, rather than one per leaf.
     """
 
-    def __init__(self, budget: int = 64 * 1024 * 1024) -> None:
+    def __init__(self, budget: int = CHUNK_CACHE_BYTES) -> None:
         self._chunks: dict[bytes, Chunk] = {}
         self._spans: dict[bytes, tuple[bytes, ...]] = {}
         self._size = 0
         self._budget = budget
+
+    @property
+    def budget(self) -> int:
+        return self._budget
+
+    @property
+    def size(self) -> int:
+        """About how many bytes it keeps: each chunk's and span's, and 100 for each entry."""
+        return self._size
 
     def get(self, key: bytes) -> Chunk | None:
         return self._chunks.get(key)

@@ -46,7 +46,13 @@ from recorder.store import (
 from recorder.store.calls import HeadCache
 from recorder.store.deltas import Recent, RecentInputs, delta
 from recorder.store.errors import Failure, store_errors
-from recorder.store.inputs import INLINE_BELOW, ChunkCache, InputTree, LastTrees
+from recorder.store.inputs import (
+    CHUNK_CACHE_BYTES,
+    INLINE_BELOW,
+    ChunkCache,
+    InputTree,
+    LastTrees,
+)
 from recorder.store.model import (
     TERMINAL,
     Action,
@@ -119,7 +125,13 @@ _ADDED_AT_MOST = 64 * 1024  # past what a run's input holds (doubled), no delta 
 class SqlStore:
     """The ``EventStore`` on a SQL database (the contract is documented on the port)."""
 
-    def __init__(self, database: Database, *, checkpoint_deltas: bool | None = None) -> None:
+    def __init__(
+        self,
+        database: Database,
+        *,
+        checkpoint_deltas: bool | None = None,
+        chunk_cache_bytes: int = CHUNK_CACHE_BYTES,
+    ) -> None:
         self.database = database
         # A closed run's last checkpoint kept as a delta from its input (``save_checkpoint``):
         # by default on PostgreSQL, where each row of a tree costs about 90 bytes of header
@@ -131,11 +143,16 @@ class SqlStore:
         self.url = database.url
         self._wake = asyncio.Event()
         self._listening = False
-        self._chunks = ChunkCache()
+        self._chunks = ChunkCache(chunk_cache_bytes)
         self._recent = RecentInputs()
         self._checkpoint_trees = LastTrees()
         self._input_trees = LastTrees()  # a thread's input kept as a tree last
         self._heads = HeadCache()
+
+    @property
+    def chunk_cache(self) -> ChunkCache:
+        """The chunks this process read or wrote lately (``chunk_cache_bytes`` at most)."""
+        return self._chunks
 
     @property
     def append_survives_cancel(self) -> bool:
