@@ -17,6 +17,7 @@ from recorder.proxy.journaled import JournaledStore, open_journaled
 from recorder.proxy.proxy import Proxy, new_owner
 from recorder.proxy.upstream import UpstreamClient
 from recorder.store import EventStore, open_store
+from recorder.store.sql import SqlStore
 from recorder.telemetry.logs import SERVER, log_run
 from recorder.telemetry.metrics import Metrics
 from recorder.telemetry.observer import RunReport, TraceSink
@@ -47,6 +48,9 @@ class Runtime:
             busy=lambda: bool(self.proxy.active),
         )
         self.metrics = Metrics() if settings.metrics else None
+        if self.metrics is not None and isinstance(store, SqlStore):
+            cache = store.chunk_cache  # (read when scraped, on whichever thread serves it)
+            self.metrics.chunk_cache_bytes.set_function(lambda: cache.size)
         self.traces = trace_export(settings, store) if settings.otel_endpoint else None
         sinks: list[Callable[[RunReport], None]] = [log_run, self._closed]
         if self.traces is not None:

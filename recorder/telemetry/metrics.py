@@ -93,6 +93,13 @@ class Metrics:
             "recorder_journal_bytes", "Bytes held in the write journal (0: none)", registry=registry
         )
 
+        self.chunk_cache_bytes = Gauge(
+            "recorder_chunk_cache_bytes",
+            "Bytes of input and checkpoint chunks kept in memory (at most the chunk cache's "
+            "budget)",
+            registry=registry,
+        )
+
     def exposition(self) -> bytes:
         """The metrics in Prometheus' text format."""
         return generate_latest(self.registry)

@@ -7,10 +7,12 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import httpx
+import orjson
 from prometheus_client.parser import text_string_to_metric_families
 
 from recorder.api import RecorderApp, create_app
 from recorder.config import Settings
+from recorder.store import NewRun
 from tests.servers import free_port, serving, sse_data
 from tests.telemetry.scripts import STEP, run_input, scripted_agent
 
@@ -123,6 +125,20 @@ async def test_runs_events_tool_calls_and_errors_are_counted(sqlite_url: str) ->
         value(samples, "recorder_upstream_errors_total", agent="tools", code="upstream_idle") == 0
     )
     assert value(journal, "recorder_journal_bytes") == 4096
+
+
+async def test_the_chunk_cache_is_measured(sqlite_url: str) -> None:
+    posted = orjson.dumps(
+        {"messages": [{"id": str(n), "content": "words " * 50} for n in range(40)]}
+    )
+    async with recorder(sqlite_url, {}, chunk_cache_mb=1) as (client, app):
+        store = app.state.runtime.store
+        assert value(await scrape(client), "recorder_chunk_cache_bytes") == 0
+        await store.create_run(NewRun("r1", "t1", input=posted))  # kept as a tree of chunks
+        samples = await scrape(client)
+        cached = store.chunk_cache.size
+    assert 0 < cached <= 1024 * 1024
+    assert value(samples, "recorder_chunk_cache_bytes") == cached
 
 
 async def test_metrics_need_the_api_token(sqlite_url: str) -> None:
