@@ -27,6 +27,11 @@ from recorder.timetravel.history import History
 from recorder.timetravel.indexing import Indexer
 
 
+async def open_server_store(settings: Settings) -> EventStore:
+    """The store a server runs on, as ``settings`` say: migrated, its chunk cache sized."""
+    return await open_store(settings.db, migrate=True, chunk_cache_bytes=settings.chunk_cache_bytes)
+
+
 class Runtime:
     def __init__(
         self,
@@ -74,9 +79,7 @@ class Runtime:
     async def start(cls, settings: Settings, store: EventStore | None = None) -> Runtime:
         owns = store is None
         if store is None:
-            store = await open_store(
-                settings.db, migrate=True, chunk_cache_bytes=settings.chunk_cache_bytes
-            )
+            store = await open_server_store(settings)
         journal: JournaledStore | None = None
         try:
             if settings.journal:

@@ -21,7 +21,8 @@ from recorder.cli.local import describe_database
 from recorder.config import Settings
 from recorder.errors import RecorderError
 from recorder.proxy.journaled import recover
-from recorder.store import EventStore, open_store
+from recorder.runtime import open_server_store
+from recorder.store import EventStore
 from recorder.telemetry.logs import configure as configure_logging
 
 _BELOW = 8192  # ports below the connections' range chosen from
@@ -110,9 +111,7 @@ async def serve(settings: Settings) -> None:
     sock = listen(settings.host, settings.port)
     try:
         settings = settings.model_copy(update={"port": sock.getsockname()[1]})
-        store = await open_store(
-            settings.db, migrate=True, chunk_cache_bytes=settings.chunk_cache_bytes
-        )
+        store = await open_server_store(settings)
         try:
             if settings.journal:
                 # Before the server: a damaged journal stops the start with a plain error.

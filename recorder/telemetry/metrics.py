@@ -92,7 +92,6 @@ class Metrics:
         self.journal_bytes = Gauge(
             "recorder_journal_bytes", "Bytes held in the write journal (0: none)", registry=registry
         )
-
         self.chunk_cache_bytes = Gauge(
             "recorder_chunk_cache_bytes",
             "Bytes of input and checkpoint chunks kept in memory (at most the chunk cache's "
