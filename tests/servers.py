@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import socket
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -19,7 +20,8 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from recorder.api import create_app
-from recorder.cli.serve import free_port
+from recorder.cli.serve import free_port as free_port  # (for servers in other processes)
+from recorder.cli.serve import listen
 from recorder.config import Settings
 from recorder.demo_agent import create_demo_app
 from recorder.store import EventStore, Run
@@ -28,12 +30,14 @@ from tests.conftest import INTEROP
 
 
 @asynccontextmanager
-async def serving(app: Any, port: int | None = None) -> AsyncIterator[str]:
-    """Run ``app`` under uvicorn in this event loop; yields its base URL."""
-    port = port or free_port()
+async def serving(app: Any, sock: socket.socket | None = None) -> AsyncIterator[str]:
+    """Run ``app`` under uvicorn in this event loop, on ``sock`` (``bound()``, for an app
+    that must know its port before it serves) or a socket of its own; yields its base URL."""
+    sock = sock or bound()
+    port = sock.getsockname()[1]
     config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
     server = uvicorn.Server(config)
-    task = asyncio.create_task(server.serve())
+    task = asyncio.create_task(server.serve(sockets=[sock]))
     try:
         while not server.started:
             if task.done():
@@ -46,6 +50,12 @@ async def serving(app: Any, port: int | None = None) -> AsyncIterator[str]:
         await asyncio.wait_for(task, 15)
 
 
+def bound() -> socket.socket:
+    """A socket listening on a loopback port the system chose: bound at once, so that no
+    other server (another test worker's) or connection takes the port before it serves."""
+    return listen("127.0.0.1", 0)
+
+
 @asynccontextmanager
 async def demo_upstream() -> AsyncIterator[str]:
     async with serving(create_demo_app()) as url:
@@ -54,9 +64,10 @@ async def demo_upstream() -> AsyncIterator[str]:
 
 @asynccontextmanager
 async def recorder_at(db: str, agents: dict[str, str], **settings: Any) -> AsyncIterator[str]:
-    port = free_port()
+    sock = bound()
+    port = sock.getsockname()[1]
     config = Settings(db=db, agents=agents, port=port, heartbeat_interval=0.5, **settings)
-    async with serving(create_app(config), port) as url:
+    async with serving(create_app(config), sock) as url:
         yield url
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from recorder.config import AgentConfig, Settings, hash_token, load_settings, parse_agents
 from recorder.errors import ConfigError
-from tests.servers import free_port, serving
+from tests.servers import bound, serving
 
 
 def test_agents_from_specs() -> None:
@@ -96,10 +96,10 @@ def test_bad_values_and_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
 async def test_serve_mounts_the_demo_agent(sqlite_url: str) -> None:
     from recorder.api import create_app
 
-    port = free_port()
-    app = create_app(Settings(db=sqlite_url, port=port, demo_agent=True))
+    sock = bound()
+    app = create_app(Settings(db=sqlite_url, port=sock.getsockname()[1], demo_agent=True))
     async with (
-        serving(app, port) as url,
+        serving(app, sock) as url,
         httpx.AsyncClient(base_url=url, trust_env=False) as client,
     ):
         assert (await client.get("/agents")).json() == {

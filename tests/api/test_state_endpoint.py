@@ -25,7 +25,7 @@ from recorder.api.deps import ANSWERED
 from recorder.api.state_endpoint import state_request
 from recorder.config import Settings, TokenConfig, hash_token
 from recorder.reference.projector import Parts
-from tests.servers import free_port, serving, user
+from tests.servers import bound, serving, user
 
 FULL = "full-state-token"
 TOKENS = {
@@ -81,11 +81,11 @@ async def served(sqlite_url: str, monkeypatch: pytest.MonkeyPatch) -> AsyncItera
 
     monkeypatch.setattr(recorder.api, "serve_state", noted)
     async with serving(agent()) as up:
-        port = free_port()
+        sock = bound()
         settings = Settings(
             db=sqlite_url,
             agents={"a": f"{up}/a", "b": f"{up}/b"},
-            port=port,
+            port=sock.getsockname()[1],
             api_token=FULL,
             tokens=tokens,
         )
@@ -99,7 +99,7 @@ async def served(sqlite_url: str, monkeypatch: pytest.MonkeyPatch) -> AsyncItera
                     raise
 
         async with (
-            serving(app, port) as base,
+            serving(app, sock) as base,
             httpx.AsyncClient(base_url=base, timeout=30, trust_env=False) as client,
             httpx.AsyncClient(
                 base_url="http://127.0.0.1", transport=httpx.ASGITransport(app=routes)
