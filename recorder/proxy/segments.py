@@ -119,10 +119,10 @@ class Segment:
         stored = obj  # the event as recorded (what the summary keeps)
         # Redaction first: the check strips what the schema does not describe from the
         # object it is given, and what it strips is stored all the same.
-        if redactor is not None and not redactor.quiet(kind, obj):
-            result, redacted = redactor.event(kind, obj, data)
-            if result.fired and redacted is not None:
-                stored = redacted
+        if redactor is not None:
+            done = redactor.redacted(kind, obj, data)
+            if done is not None:
+                result, stored = done
                 event = NewEvent(result.payload, kind, redacted=Redacted(result.fired, result.mac))
         violation = self.check.feed(obj)  # (``_check``, inline: it runs once per token)
         if violation is not None:

@@ -82,17 +82,42 @@ class Redactor:
 
     def quiet(self, kind: str | None, obj: dict[str, Any]) -> bool:
         """True when the event certainly needs nothing, decided in a few hundred
-        nanoseconds for a text delta: the proxy asks this of every event first. An event
-        of ids and names alone (a message's start or end) needs nothing either."""
+        nanoseconds for a text delta. An event of ids and names alone (a message's start or
+        end) needs nothing either."""
         screened = self._screen(kind, obj)
         return obj.keys() <= engine.SKIP if screened is None else screened
+
+    def redacted(
+        self, kind: str | None, obj: dict[str, Any], data: bytes
+    ) -> tuple[Result, dict[str, Any]] | None:
+        """``event`` when a rule fired in it, else None: what the proxy asks of every event.
+        An event of one string field (a text delta) is screened and, when a detector could
+        match, searched on that string alone, its ``features`` found once."""
+        plan = self._plans.get(kind)  # type: ignore[arg-type]
+        if plan is not None:
+            value = obj.get(plan.field)
+            if type(value) is str and plan.allowed.issuperset(obj):
+                bits = features(value) & plan.bits if plan.bits else 0
+                if not bits:
+                    return None
+                fired: set[str] = set()
+                assert plan.matcher is not None  # (bits come from its detectors)
+                new_value = plan.matcher.sub(value, fired, bits)
+                if not fired:
+                    return None
+                new = {**obj, plan.field: new_value}
+                return self._result(data, dump(new, exact=True), fired), new
+        if obj.keys() <= engine.SKIP:  # (TEXT_MESSAGE_START, TOOL_CALL_END...)
+            return None
+        result, stored = self.event(kind, obj, data)
+        return (result, stored) if result.fired and stored is not None else None
 
     def _screen(self, kind: str | None, obj: dict[str, Any]) -> bool | None:
         """Whether the event certainly needs nothing, decided on its one string field by
         its type's plan (``engine.plans``); None where no plan decides: none for its type,
         keys the plan does not know, or that field not a string."""
         plan = self._plans.get(kind)  # type: ignore[arg-type]
-        if plan is None or not obj.keys() <= plan.allowed:
+        if plan is None or not plan.allowed.issuperset(obj):
             return None
         value = obj.get(plan.field)
         return not features(value) & plan.bits if type(value) is str else None

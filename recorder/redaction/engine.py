@@ -65,6 +65,11 @@ FIELDS: dict[str, dict[str, str]] = {
     "MESSAGES_SNAPSHOT": {"messages": _MESSAGE_PARTS},
     "RUN_STARTED": {"input": _RUN_INPUT},
 }
+# Bytes that no detector needs in a string (``Rules._plain``), a bearer token's aside; and
+# the size from which a payload is first looked at that way (below it, it costs more than
+# it saves).
+_LARGE = 1024
+_NOT_SIGNALS = bytes(b for b in range(256) if chr(b) not in '"0123456789@:_AJ-')
 _GLOBAL_FLAGS = re.compile(r"\(\?([aiLmsux]+)\)")
 
 
@@ -147,9 +152,11 @@ class Matcher:
             search = self._searches[bits] = _Search(chosen)
         return search
 
-    def sub(self, text: str, fired: set[str]) -> str:
-        """``text`` with every match replaced; the rules that fired are added to ``fired``."""
-        bits = features(text) & self._bits if self._bits else 0
+    def sub(self, text: str, fired: set[str], bits: int | None = None) -> str:
+        """``text`` with every match replaced; the rules that fired are added to ``fired``.
+        ``bits``: ``features(text) & self.bits``, when the caller has it already."""
+        if bits is None:
+            bits = features(text) & self._bits if self._bits else 0
         if not bits and not self._custom:
             return text
         search = self._search(bits)
@@ -187,6 +194,7 @@ class Plan(NamedTuple):
     field: str
     allowed: frozenset[str]  # the keys such an event may hold, that field's included
     bits: int  # the detectors of its rules (0: no rule for its data, nothing to look for)
+    matcher: Matcher | None  # its rules (None: no rule for its data)
 
 
 def plans(rules: Rules) -> dict[str, Plan]:
@@ -196,9 +204,9 @@ def plans(rules: Rules) -> dict[str, Plan]:
     for kind, (field, data_kind, allowed) in _SINGLE.items():
         matcher = rules.matcher(data_kind)
         if matcher is None:  # no rule for this data: nothing to look for
-            found[kind] = Plan(field, allowed, 0)
+            found[kind] = Plan(field, allowed, 0, None)
         elif matcher.bits:
-            found[kind] = Plan(field, allowed, matcher.bits)
+            found[kind] = Plan(field, allowed, matcher.bits, matcher)
     return found
 
 
@@ -239,10 +247,24 @@ class Rules:
         known by its needs)."""
         if not self.bits or b"\\" in data:
             return False
+        if len(data) > _LARGE and self._plain(data):
+            return True
         strings = data.split(b'"')[1::2]
         if strings[:1] == [b"type"]:
             del strings[:2]
         return not features(b"\x00".join(strings).decode("utf-8", "replace")) & self.bits
+
+    def _plain(self, data: bytes) -> bool:
+        """True when no string of ``data`` holds a character that a detector needs, found
+        in one pass over the bytes: after the type (whose value holds an underscore), keep
+        the quotes and those characters (``_NOT_SIGNALS`` drops the rest), then drop each
+        pair of quotes side by side. A quote is left only where a string holds one of them:
+        outside strings they are numbers and punctuation, between two strings, never inside
+        one. A bearer token needs none of them, and is looked for as itself."""
+        body = data[data.find(b'"', 9) + 1 :] if data.startswith(b'{"type":"') else data
+        if b'"' in body.translate(None, _NOT_SIGNALS).replace(b'""', b""):
+            return False
+        return not self.bits & BITS["token"] or (b"earer" not in body and b"EARER" not in body)
 
     def __bool__(self) -> bool:
         return bool(self.rules)

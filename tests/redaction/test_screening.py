@@ -1,9 +1,11 @@
 """The cheap screening before any search: ``features`` never hides a detector that would
-match, and the proxy's one-string shortcut redacts exactly as the walk over the event does."""
+match, a payload found clean holds nothing to redact, and the proxy's shortcuts redact
+exactly as the walk over the event does."""
 
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -87,6 +89,71 @@ def test_the_one_string_shortcut_redacts_as_the_walk_does(kind: str, text: str) 
         assert result.mac is not None
     else:
         assert result.payload is data and stored is obj
-    # The proxy asks ``quiet`` first and skips the event when it says so: never wrongly.
+    # ``quiet`` says so only of an event in which nothing fires.
     if redactor.quiet(kind, obj):
         assert not fired
+    # What the proxy asks: the same answer when something fired, else None.
+    done = redactor.redacted(kind, obj, data)
+    if fired:
+        assert done is not None
+        assert done[0] == result and done[1] == walked
+    else:
+        assert done is None
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.one_of(dense, texts))
+def test_short_and_long_strings_are_screened_alike(text: str) -> None:
+    """A short string is first mapped in one pass, a long one only tested substring by
+    substring: the same answer either way (spaces after it add no feature)."""
+    assert features(text) == features(text + " " * detectors._SHORT)
+
+
+def _reference_clean(rules: engine.Rules, data: bytes) -> bool:
+    """``Rules.clean`` as the plain reading: every string of the payload but its type,
+    ``features`` of them all."""
+    strings = data.split(b'"')[1::2]
+    if strings[:1] == [b"type"]:
+        del strings[:2]
+    return not features(b"\x00".join(strings).decode("utf-8", "replace")) & rules.bits
+
+
+# Strings and numbers of a state: what a detector needs, inside strings and out of them.
+_state_strings = st.one_of(texts, st.sampled_from(["", "add", "/items/-", "x:y", "Paris"]))
+_values = st.recursive(
+    st.one_of(
+        _state_strings,
+        st.integers(-(10**16), 10**16),
+        st.floats(allow_nan=False, allow_infinity=False),
+        st.booleans(),
+        st.none(),
+    ),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=6), st.dictionaries(_state_strings, inner, max_size=6)
+    ),
+    max_leaves=40,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_values, st.integers(0, 3))
+def test_a_payload_found_clean_holds_nothing_to_redact(state: Any, repeat: int) -> None:
+    """Large payloads are first screened in one pass over their bytes (``Rules._plain``):
+    it finds clean only what the plain reading does, and nothing fires in what it finds
+    clean."""
+    redactor = Redactor(BUILTIN)
+    rules = redactor.rules
+    for snapshot in (state, [state] * (40 * repeat)):  # (short, and past ``_LARGE``)
+        obj = {"type": "STATE_SNAPSHOT", "snapshot": snapshot}
+        data = dump(obj, exact=True)
+        if b"\\" in data:
+            continue
+        reference = _reference_clean(rules, data)
+        assert rules.clean(data) == reference
+        if rules._plain(data):
+            assert reference
+        if reference:
+            fired: set[str] = set()
+            engine.event(rules, "STATE_SNAPSHOT", obj, fired)
+            assert not fired
+            assert redactor.redacted("STATE_SNAPSHOT", obj, data) is None
