@@ -26,6 +26,8 @@ from recorder.timetravel.audit import apply_retention
 from recorder.timetravel.history import History
 from recorder.timetravel.indexing import Indexer
 
+_LAST_INDEX = 5.0  # seconds a closing recorder gives the search index to catch up
+
 
 async def open_server_store(settings: Settings) -> EventStore:
     """The store a server runs on, as ``settings`` say: migrated, its chunk cache sized."""
@@ -131,6 +133,11 @@ class Runtime:
             with contextlib.suppress(Exception):
                 await self.proxy.close_left_open()
         await self.proxy.close()
+        if self.settings.search_index:
+            # A last pass, bounded: the runs that closed just before the stop are found by
+            # search at once, not when a recorder next runs on this database.
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self.indexer.index_own(), _LAST_INDEX)
         if self.journal is not None:
             await self.journal.close()
         await self.client.close()

@@ -8,6 +8,7 @@ process, so it needs the agent's URL in this command's settings.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Mapping
 from pathlib import Path
 
@@ -158,6 +159,7 @@ class LocalBackend:
         cursor: str | None = None,
         tags: Mapping[str, str] | None = None,
     ) -> SearchPage:
+        await self._index_pending()
         page = await search_answers.search(
             self.store,
             text=text,
@@ -192,6 +194,16 @@ class LocalBackend:
 
     async def reindex(self) -> ReindexReport:
         return ReindexReport(runs=await Indexer(self.store).reindex())
+
+    async def _index_pending(self) -> None:
+        """Index the closed runs the index lacks before searching: what a recorder had no
+        time to index (stopped, or crashed, right after its runs closed) is found all the
+        same. Derived data, as a checkpoint a first query builds; with search indexing off
+        (the settings), search finds what ``reindex`` indexed, as a server's does."""
+        if not self.settings.search_index:
+            return
+        with contextlib.suppress(RecorderError):  # (a database it cannot write: as it is)
+            await Indexer(self.store).index_pending()
 
     async def annotations(self, thread_id: str) -> ThreadAnnotations:
         saved = await annotating.thread_annotations(self.store, thread_id)

@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from recorder.client import AsyncRecorderClient
+from recorder.store import open_store
 from tests.servers import conversation, demo_upstream, eventually, recorder_at
 
 
@@ -119,3 +120,27 @@ async def test_recorders_on_one_database_index_their_own_runs(db_url: str) -> No
                     return {hit["threadId"] for hit in found["hits"]} == {"b1", "q1"}
 
                 await eventually(all_indexed, "the other recorder's runs, handed over")
+
+
+async def test_a_stopping_recorder_indexes_the_runs_that_just_closed(db_url: str) -> None:
+    """Its indexer's pass ran before these runs closed (its next one an hour away): the
+    stop indexes them, so that search finds them before a recorder runs here again."""
+    async with (
+        demo_upstream() as upstream,
+        recorder_at(db_url, {"demo": upstream}, search_index_interval=3600) as rec,
+        httpx.AsyncClient(base_url=rec, timeout=60, trust_env=False) as http,
+    ):
+        runs = await conversation(http, rec, "s1")
+
+        async def all_closed() -> bool:
+            answers = [(await http.get(f"/runs/{run}")).json() for run in runs]
+            return all(answer["status"] != "running" for answer in answers)
+
+        await eventually(all_closed, "the conversation's runs closed")
+        found = (await http.get("/search", params={"threadId": "s1"})).json()
+        assert found["hits"] == []  # not indexed while it runs
+    store = await open_store(db_url)
+    try:
+        assert await store.runs_to_index(100) == []  # every closed run: indexed
+    finally:
+        await store.close()

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from tests.cli.conftest import TOKEN, Recorded, run_main
 
 QUESTIONS = [
@@ -29,6 +31,27 @@ QUESTIONS = [
     ("diff", "t1-r1", "--from", "9999"),
     ("diff", "nope"),
 ]
+
+
+async def test_search_indexes_the_closed_runs_the_index_lacks_first(
+    recorded: Recorded, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The server indexed nothing (its indexing is off, as when a recorder stopped right
+    after its runs closed): with indexing off here too, search finds nothing; on (the
+    default), it indexes them first, and the server's search finds the same after it."""
+    db = ("--db", recorded.db)
+    remote = ("--url", recorded.url, "--token", TOKEN)
+    monkeypatch.setenv("RECORDER_SEARCH_INDEX", "false")
+    assert json.loads((await run_main("search", "Deleted report", "--json", *db)).out) == {
+        "hits": [],
+        "nextCursor": None,
+    }
+    monkeypatch.delenv("RECORDER_SEARCH_INDEX")
+    found = json.loads((await run_main("search", "Deleted report", "--json", *db)).out)
+    assert {hit["threadId"] for hit in found["hits"]} >= {"t1", "t2"}
+    served = json.loads((await run_main("search", "Deleted report", "--json", *remote)).out)
+    assert served == found
+    assert (await run_main("reindex", *db)).out == "indexed 9 runs\n"
 
 
 async def test_the_same_answers_both_ways(recorded: Recorded) -> None:
