@@ -133,9 +133,10 @@ class Runtime:
             with contextlib.suppress(Exception):
                 await self.proxy.close_left_open()
         await self.proxy.close()
-        if self.settings.search_index:
+        if self.settings.search_index and not (self.journal and self.journal.degraded):
             # A last pass, bounded: the runs that closed just before the stop are found by
-            # search at once, not when a recorder next runs on this database.
+            # search at once, not when a recorder next runs on this database (none while
+            # the database is out: the journal holds their ends).
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self.indexer.index_own(), _LAST_INDEX)
         if self.journal is not None:
