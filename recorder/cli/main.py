@@ -7,6 +7,7 @@ stderr says why), 130 interrupted.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import os
 import sys
@@ -20,7 +21,10 @@ from recorder.errors import RecorderError
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser(GROUPS)
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # said by the command's own parser, with its usage (exit 2)
+        command: argparse.ArgumentParser = getattr(args, "command_parser", parser)
+        command.error(f"unrecognized arguments: {' '.join(extra)}")
     if not hasattr(args, "handler"):
         parser.print_help()
         return 2

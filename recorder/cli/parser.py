@@ -52,7 +52,7 @@ class Commands:
             )
         if json:
             p.add_argument("--json", action="store_true", help="print JSON (the API's shapes)")
-        p.set_defaults(handler=handler)
+        p.set_defaults(handler=handler, command_parser=p)
         return p
 
     def group(self, name: str, help_text: str) -> Commands:

@@ -297,3 +297,26 @@ async def test_rebuild_drops_and_builds_checkpoints_to_the_same_answers(tmp_path
         assert after == before
     finally:
         await store.close()
+
+
+async def test_a_command_names_its_own_unknown_arguments() -> None:
+    """Said by the command's parser, with its usage, not the top level's."""
+    done = await recorder("fork", "r1", "--bogus", "x")
+    assert done.code == 2 and "Traceback" not in done.err
+    assert done.err.startswith("usage: recorder fork ")
+    assert done.err.splitlines()[-1] == "recorder fork: error: unrecognized arguments: --bogus x"
+    done = await recorder("audit", "verify", "--bogus")
+    assert done.code == 2 and done.err.startswith("usage: recorder audit verify ")
+    assert done.err.splitlines()[-1] == (
+        "recorder audit verify: error: unrecognized arguments: --bogus"
+    )
+
+
+async def test_fork_takes_the_point_as_state_does(recorded: Recorded) -> None:
+    """``--seq`` (as ``state --seq``) and ``--at`` name the same point."""
+    asked = ("t1-r1", "--thread", "elsewhere", "--run-id", "x1", "--dry-run", "--json")
+    at = await run_main("fork", *asked, "--at", "5", "--db", recorded.db)
+    seq = await run_main("fork", *asked, "--seq", "5", "--db", recorded.db)
+    end = await run_main("fork", *asked, "--db", recorded.db)
+    assert at.code == 0 and seq.out == at.out
+    assert seq.out != end.out  # (the point is taken, not the run's end)

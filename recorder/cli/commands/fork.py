@@ -31,7 +31,13 @@ def register(commands: Commands) -> None:
         "fork", fork, "fork a new run from a point of a recorded run", data=True, json=True
     )
     p.add_argument("run")
-    p.add_argument("--at", type=int, help="fork after this seq (default: the end)")
+    p.add_argument(
+        "--at",
+        "--seq",
+        dest="at",
+        type=int,
+        help="fork after this seq, as `state --seq` reads it (default: the end)",
+    )
     p.add_argument("--message", action="append", default=[], help="a user message to append")
     where = p.add_mutually_exclusive_group()
     where.add_argument(
