@@ -47,6 +47,10 @@ async def test_verify_receipt_purge_and_tampering(recorded: Recorded, tmp_path: 
     assert done.code == 0, done.err
     signed = json.loads(receipt.read_text())
     assert signed["signature"] and set(signed["threads"]) >= {"t1", "t2", "t2-branch"}
+    assert "unsigned" not in done.err
+    unsigned = await run_main("audit", "receipt", "--db", db)  # (no key in its settings)
+    assert unsigned.code == 0 and json.loads(unsigned.out)["signature"] is None
+    assert unsigned.err == "the receipt is unsigned: no audit_key is set where it was made\n"
 
     # A dry run over the API lists, deletes nothing; the CLI's purge deletes, with a tombstone.
     dry = await http.post("/admin/purge", json={"threadIds": ["t2"], "dryRun": True})

@@ -101,6 +101,8 @@ async def receipt(context: Context) -> int:
     async with context.backend() as backend:
         body = await backend.receipt()
     text = json_text(body)
+    if body.signature is None:
+        context.out.note("the receipt is unsigned: no audit_key is set where it was made")
     if context.args.out:
         Path(context.args.out).write_text(text + "\n")
         context.out.note(f"receipt of {body.at} written to {context.args.out}")
