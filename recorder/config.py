@@ -271,7 +271,7 @@ class Settings(BaseSettings):
     # A running recorder that the CLI's commands ask instead of opening the database.
     url: str | None = None
     host: str = "127.0.0.1"
-    port: int = 8000
+    port: Annotated[int, Field(ge=0, le=65535)] = 8000
     # NAME=URL pairs (comma-separated in the environment) or tables: parsed by `_agents`.
     agents: Annotated[dict[str, AgentConfig], NoDecode] = Field(default_factory=dict)
     demo_agent: bool = False

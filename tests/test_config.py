@@ -91,6 +91,11 @@ def test_bad_values_and_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setenv("RECORDER_AGENTS", "a=ftp://x")
     with pytest.raises(ConfigError, match="must be http"):
         load_settings()
+    monkeypatch.delenv("RECORDER_AGENTS")
+    for port in (65536, -1):  # (a port past the range failed at bind, with a traceback)
+        with pytest.raises(ConfigError, match="setting 'port'"):
+            load_settings(port=port)
+    assert load_settings(port=65535).port == 65535
 
 
 async def test_serve_mounts_the_demo_agent(sqlite_url: str) -> None:
