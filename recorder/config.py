@@ -303,20 +303,20 @@ class Settings(BaseSettings):
     journal_max_bytes: int = Field(default=1 << 30, gt=0)
     journal_max_outage: float = Field(default=3600.0, gt=0)
     keep_reading_on_disconnect: bool = True
-    idle_timeout: float = 60.0
-    connect_timeout: float = 10.0
-    max_body_bytes: int = 10 * 1024 * 1024
-    max_frame_bytes: int = 10 * 1024 * 1024
-    max_events_per_run: int = 1_000_000
-    max_concurrent_runs: int = 256
+    idle_timeout: Annotated[float, Field(gt=0)] = 60.0
+    connect_timeout: Annotated[float, Field(gt=0)] = 10.0
+    max_body_bytes: Annotated[int, Field(gt=0)] = 10 * 1024 * 1024
+    max_frame_bytes: Annotated[int, Field(gt=0)] = 10 * 1024 * 1024
+    max_events_per_run: Annotated[int, Field(gt=0)] = 1_000_000
+    max_concurrent_runs: Annotated[int, Field(gt=0)] = 256
     # Events between a run's checkpoints (built when it closes; 0: none, every query folds
     # from the run's start). Checkpoints share their chunks, so dense ones cost little.
-    checkpoint_every: int = 250
+    checkpoint_every: Annotated[int, Field(ge=0)] = 250
     # Megabytes of input and checkpoint chunks a process keeps in memory, read or written
     # lately (0: none; every read goes to the database). The resident memory grows by
     # about this much as it fills, and no further.
     chunk_cache_mb: int = Field(default=64, ge=0)
-    heartbeat_interval: float = 5.0
+    heartbeat_interval: Annotated[float, Field(gt=0)] = 5.0
     forward_headers: list[str] = Field(
         default_factory=lambda: ["authorization", "cookie", "accept-language", "user-agent"]
     )
@@ -342,7 +342,7 @@ class Settings(BaseSettings):
     audit_key: str | None = None
     retention: str | None = None
     retention_agents: dict[str, str] = Field(default_factory=dict)
-    retention_interval: float = 3600.0
+    retention_interval: Annotated[float, Field(gt=0)] = 3600.0
 
     @field_validator("retention")
     @classmethod
@@ -361,7 +361,7 @@ class Settings(BaseSettings):
     # Search: closed runs are indexed by a background task, polling this often (seconds);
     # a run another recorder of the database recorded, once it has been closed this long.
     search_index: bool = True
-    search_index_interval: float = 1.0
+    search_index_interval: Annotated[float, Field(gt=0)] = 1.0
     search_index_handover: Annotated[float, Field(ge=0)] = 60.0
 
     @property

@@ -96,6 +96,27 @@ def test_bad_values_and_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
         with pytest.raises(ConfigError, match="setting 'port'"):
             load_settings(port=port)
     assert load_settings(port=65535).port == 65535
+    # Intervals, timeouts and limits of 0 or less: a busy loop (a heartbeat of 0 also
+    # reaped every other recorder's live runs at once), every run idle, every request
+    # refused. Refused by name; 0 checkpoints (none) stays a choice.
+    positive = [
+        "idle_timeout",
+        "connect_timeout",
+        "max_body_bytes",
+        "max_frame_bytes",
+        "max_events_per_run",
+        "max_concurrent_runs",
+        "heartbeat_interval",
+        "retention_interval",
+        "search_index_interval",
+    ]
+    for name in positive:
+        for value in (0, -1):
+            with pytest.raises(ConfigError, match=f"setting '{name}'"):
+                load_settings(**{name: value})
+    with pytest.raises(ConfigError, match="setting 'checkpoint_every'"):
+        load_settings(checkpoint_every=-1)
+    assert load_settings(checkpoint_every=0).checkpoint_every == 0
 
 
 async def test_serve_mounts_the_demo_agent(sqlite_url: str) -> None:
