@@ -64,35 +64,33 @@ class Redactor:
     ) -> tuple[Result, dict[str, Any] | None]:
         """The event ``data`` (decoded as ``obj``, None when it is not a JSON object), and
         the event as stored (``obj`` itself when nothing fired)."""
-        fired: set[str] = set()
         if obj is None:
+            fired: set[str] = set()
             matcher = self.rules.matcher(engine.EVERYWHERE)
             text = data.decode("utf-8", "replace")
             new_text = matcher.sub(text, fired) if matcher is not None else text
             return self._result(data, new_text.encode() if fired else None, fired), None
-        # The proxy's common case is decided on the event's one string; the checks after
-        # it would only ask the same again.
-        screened = self._screen(kind, obj)
-        if screened or (
-            screened is None and (engine.quiet(kind, obj, self.rules) or self.rules.clean(data))
-        ):
-            return Result(data, ()), obj
-        new = engine.event(self.rules, kind, obj, fired)
-        return self._result(data, dump(new, exact=True) if fired else None, fired), new
+        return self.redacted(kind, obj, data) or (Result(data, ()), obj)
 
     def quiet(self, kind: str | None, obj: dict[str, Any]) -> bool:
-        """True when the event certainly needs nothing, decided in a few hundred
-        nanoseconds for a text delta. An event of ids and names alone (a message's start or
-        end) needs nothing either."""
-        screened = self._screen(kind, obj)
-        return obj.keys() <= engine.SKIP if screened is None else screened
+        """True when the event certainly needs nothing, decided on its one string field by
+        its type's plan (``engine.plans``) in a few hundred nanoseconds for a text delta. An
+        event of ids and names alone (a message's start or end) needs nothing either."""
+        plan = self._plans.get(kind)  # type: ignore[arg-type]
+        if plan is not None and plan.allowed.issuperset(obj):
+            value = obj.get(plan.field)
+            if type(value) is str:
+                return not features(value) & plan.bits
+        return obj.keys() <= engine.SKIP
 
     def redacted(
         self, kind: str | None, obj: dict[str, Any], data: bytes
     ) -> tuple[Result, dict[str, Any]] | None:
         """``event`` when a rule fired in it, else None: what the proxy asks of every event.
-        An event of one string field (a text delta) is screened and, when a detector could
-        match, searched on that string alone, its ``features`` found once."""
+        An event of one string field (a text delta) is screened by its type's plan and,
+        when a detector could match, searched on that string alone, its ``features`` found
+        once; any other, unless its strings certainly hold nothing, walked."""
+        fired: set[str] = set()
         plan = self._plans.get(kind)  # type: ignore[arg-type]
         if plan is not None:
             value = obj.get(plan.field)
@@ -100,27 +98,16 @@ class Redactor:
                 bits = features(value) & plan.bits if plan.bits else 0
                 if not bits:
                     return None
-                fired: set[str] = set()
                 assert plan.matcher is not None  # (bits come from its detectors)
                 new_value = plan.matcher.sub(value, fired, bits)
                 if not fired:
                     return None
                 new = {**obj, plan.field: new_value}
                 return self._result(data, dump(new, exact=True), fired), new
-        if obj.keys() <= engine.SKIP:  # (TEXT_MESSAGE_START, TOOL_CALL_END...)
+        if engine.quiet(kind, obj, self.rules) or self.rules.clean(data):
             return None
-        result, stored = self.event(kind, obj, data)
-        return (result, stored) if result.fired and stored is not None else None
-
-    def _screen(self, kind: str | None, obj: dict[str, Any]) -> bool | None:
-        """Whether the event certainly needs nothing, decided on its one string field by
-        its type's plan (``engine.plans``); None where no plan decides: none for its type,
-        keys the plan does not know, or that field not a string."""
-        plan = self._plans.get(kind)  # type: ignore[arg-type]
-        if plan is None or not plan.allowed.issuperset(obj):
-            return None
-        value = obj.get(plan.field)
-        return not features(value) & plan.bits if type(value) is str else None
+        new = engine.event(self.rules, kind, obj, fired)
+        return (self._result(data, dump(new, exact=True), fired), new) if fired else None
 
     def run_input(self, body: bytes, posted: dict[str, Any]) -> tuple[Result, dict[str, Any]]:
         """A posted RunAgentInput (``body``, decoded as ``posted``) and the input as stored."""
