@@ -30,6 +30,7 @@ from recorder.reference.check import StreamCheck
 from recorder.store import Closing, EventStore, NewEvent, NewRun, Redacted
 from recorder.store.model import RECORDER, UPSTREAM
 from recorder.wire.events import decode
+from recorder.wire.ids import id_problem
 from recorder.wire.jsontext import well_formed
 from recorder.wire.sse import encode_frame
 
@@ -178,6 +179,7 @@ class ResponseRuns:
     def __init__(self, store: EventStore, owner: str, first: NewRun, summary: Summary) -> None:
         self._store = store
         self._owner = owner
+        self._agent = first.agent  # a later run came through the same agent
         self.current = Segment(first.run_id, first.thread_id)
         self.segments = [self.current]
         self.summary = summary
@@ -188,26 +190,31 @@ class ResponseRuns:
         when it is a RUN_STARTED with a fresh run id, else the current one."""
         current = self.current
         obj = decode(data)
-        if obj is None or obj.get("type") != "RUN_STARTED" or not isinstance(obj.get("runId"), str):
+        if obj is None or obj.get("type") != "RUN_STARTED":
             return current
-        if any(isinstance(v, str) and v != well_formed(v) for v in obj.values()):
-            return current  # ids no database can store: the frames stay with this run
         given_thread = obj.get("threadId")
-        thread_id = given_thread if isinstance(given_thread, str) else current.thread_id
+        if given_thread is None:
+            given_thread = current.thread_id
         given = obj.get("parentRunId")
+        if any(id_problem(v) for v in (obj.get("runId"), given_thread)) or (
+            given is not None and id_problem(given)
+        ):
+            # Ids a posted input could not carry (no URL reads them back, no export of
+            # them imports): the frames stay with the run they came in.
+            return current
         run = NewRun(
             run_id=obj["runId"],
-            thread_id=thread_id,
-            agent=None,
-            parent_run_id=given if isinstance(given, str) else current.run_id,
-            parent_inferred=not isinstance(given, str),
+            thread_id=given_thread,
+            agent=self._agent,
+            parent_run_id=given if given is not None else current.run_id,
+            parent_inferred=given is None,
             owner=self._owner,
         )
         try:
             await self._store.create_run(run)
         except Conflict:
             return current  # a repeated run id: keep it with the run it came in
-        self.current = Segment(run.run_id, thread_id)
+        self.current = Segment(run.run_id, given_thread)
         self.segments.append(self.current)
         return self.current
 

@@ -13,6 +13,7 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 
 from recorder.store import EventStore, open_store
+from recorder.timetravel.transfer import export_lines, import_lines
 from recorder.wire.sse import FrameSplitter
 from tests.conftest import node_available, require
 from tests.servers import (
@@ -298,6 +299,43 @@ async def test_several_runs_in_one_response(db_url: str, store_for: Any) -> None
     assert len(await store.read_events("r2")) == 5
     r2 = await store.get_run("r2")
     assert (r2.parent_run_id, r2.parent_inferred, r2.status) == ("r1", True, "finished")
+    # It came through the same agent: forkable through it, visible to a token limited to it.
+    assert (await store.get_run("r1")).agent == r2.agent == "a"
+
+
+@pytest.mark.parametrize(
+    "ids",
+    [
+        b'"threadId":"t/x","runId":"r2"',
+        b'"threadId":"t","runId":"r2/x"',
+        b'"threadId":"t","runId":"r2\\n"',
+        b'"threadId":"","runId":"r2"',
+        b'"threadId":"t","runId":""',
+        b'"threadId":"t","runId":"r2","parentRunId":"p\\u0000"',
+        b'"threadId":"t","runId":"\\ud800"',
+    ],
+)
+async def test_a_later_run_with_ids_no_input_could_carry_stays_with_the_run_before(
+    db_url: str, store_for: Any, ids: bytes, tmp_path: Any
+) -> None:
+    later = [
+        b'data: {"type":"RUN_STARTED",' + ids + b"}\n\n",
+        b'data: {"type":"RUN_FINISHED",' + ids + b"}\n\n",
+    ]
+    status, frames = await _scripted(db_url, lambda r: sse(RUN + later))
+    assert status == 200 and len(frames) == 7
+    store = await store_for()
+    assert [e.payload for e in await store.read_events("r1")] == [f[1] for f in frames]
+    assert [t.thread_id for t in (await store.list_threads()).items] == ["t"]
+    # What was recorded exports and imports whole.
+    exported = [line async for line in export_lines(store, [])]
+    copy = await open_store(f"sqlite+aiosqlite:///{tmp_path}/copy.db", migrate=True)
+    try:
+        report = await import_lines(copy, exported)
+        assert report.runs_created == 1
+        assert [e.payload for e in await copy.read_events("r1")] == [f[1] for f in frames]
+    finally:
+        await copy.close()
 
 
 async def test_many_runs_in_the_first_chunk(db_url: str, store_for: Any) -> None:
