@@ -98,19 +98,23 @@ async def run_stream(
     principal: PrincipalDep,
     afterSeq: int | None = Query(None, description="resume after this seq"),
     live: bool = True,
-    last_event_id: str | None = Header(None),
+    last_event_id: str | None = Header(
+        None, description="resume after this frame (its `id:`); wins over `afterSeq`"
+    ),
 ) -> EventStream:
     await runtime.store.get_run(run_id)
     await visible_run(runtime, principal, run_id)
-    if afterSeq is not None:
-        after = afterSeq
-        views.check_after_seq(after)
-    elif last_event_id:
+    # An EventSource reconnects to the URL it opened, with the last id it saw: that id is
+    # the newer point, whatever ``afterSeq`` the page first asked for.
+    if last_event_id:
         try:
             after = int(last_event_id.rsplit(":", 1)[-1])
         except ValueError as exc:
             raise InputError(f"Last-Event-ID must be a seq, got {last_event_id[:40]!r}") from exc
         views.check_after_seq(after, "Last-Event-ID")
+    elif afterSeq is not None:
+        after = afterSeq
+        views.check_after_seq(after)
     else:
         after = -1
     chunks = stream_run(runtime.store, run_id, after_seq=after, live=live)

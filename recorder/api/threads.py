@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Header, Query
 
 from recorder.api.access import PrincipalDep, ReadDep, visible_thread
 from recorder.api.deps import RuntimeDep
@@ -94,10 +94,15 @@ async def thread_stream(
     principal: PrincipalDep,
     compact: bool = Query(False, description="one synthetic run holding only snapshots"),
     live: bool = True,
+    last_event_id: str | None = Header(
+        None, description="resume after this frame (its `id:`, `<runId>:<seq>`)"
+    ),
 ) -> EventStream:
     await runtime.store.get_thread(thread_id)
     await visible_thread(runtime, principal, thread_id)
+    after = views.frame_id(last_event_id) if last_event_id else None
     stream = ThreadStream(runtime.store, runtime.history, live=live)
-    response = EventStream(stream.frames(thread_id, compact=compact), headers=SSE_HEADERS)
+    frames = stream.frames(thread_id, compact=compact, after=after)
+    response = EventStream(frames, headers=SSE_HEADERS)
     response.write_timeout = runtime.settings.client_write_timeout
     return response

@@ -10,6 +10,11 @@ frames we add carry no ``id:``). An ancestor is cut at its child's fork point; a
 does not end with a terminal event is closed with a RUN_ERROR; frames the reference client
 would reject (garbage, lifecycle violations) are left out, so a fresh client accepts the
 whole stream and folds it into the thread's current messages and state.
+
+A client that lost the thread stream resumes it with the last ``run:seq`` id it saw
+(``Last-Event-ID``, as an ``EventSource`` sends on its own): the stream is made as for a
+fresh client (the reference client's checks see every frame) and what the client had
+received is left out.
 """
 
 from __future__ import annotations
@@ -86,14 +91,30 @@ class ThreadStream:
         # The reference client's own checks in its order (compatibility, enforcement,
         # chunks, lifecycle): a frame it would reject is left out of the stream.
         self.check = StreamCheck()
+        # Resuming: the frames up to this recorded one (run, seq) were received; until it
+        # is passed, frames are checked but not sent.
+        self._resume: tuple[str, int] | None = None
 
-    async def frames(self, thread_id: str, *, compact: bool = False) -> AsyncIterator[bytes]:
+    async def frames(
+        self, thread_id: str, *, compact: bool = False, after: tuple[str, int] | None = None
+    ) -> AsyncIterator[bytes]:
+        """The stream; with ``after`` (a run's id and seq, as in the frames' ``id:``), only
+        what follows that frame. A point that is not on the stream's current branch (a
+        fork on the thread moved it since) resumes nothing: the whole stream is sent, as
+        to a fresh client (every run starts with its snapshots, so nothing is counted
+        twice)."""
         thread = await self.store.get_thread(thread_id)
         if thread.latest_run_id is None:
             return
         # Without inputs: a run's starting point is read only where a projection needs it.
         branch = await self.store.lineage(thread.latest_run_id, inputs=False)
         branch = [r for r in branch if r.thread_id == thread_id] or branch[-1:]
+        streamed = branch
+        if compact:  # only a live run after the settled one is streamed as recorded
+            latest = branch[-1]
+            streamed = [latest] if latest.status == RUNNING and len(branch) > 1 else []
+        if after is not None and any(r.run_id == after[0] for r in streamed):
+            self._resume = after
         if compact:
             async for chunk in self._compact(branch):
                 yield chunk
@@ -129,9 +150,13 @@ class ThreadStream:
         opened = False
         terminal = False
         live = self.live and last
+        resumes_here = self._resume is not None and self._resume[0] == run.run_id
         async for page in _pages(self.store, run.run_id, -1, live, 0.5, upto=cut):
             out: list[bytes] = []
             for event in page:
+                if resumes_here and self._resume is not None and event.seq > self._resume[1]:
+                    self._resume = None  # past what the client had: send from here
+                at_resume = resumes_here and self._resume == (run.run_id, event.seq)
                 obj = decode(event.payload)
                 if obj is None:
                     continue
@@ -144,7 +169,10 @@ class ThreadStream:
                     continue  # a second start inside one recorded run: not replayable as such
                 if self.check.feed(obj) is not None:
                     continue
-                out.append(encode_frame(event.payload, f"{run.run_id}:{event.seq}"))
+                if self._resume is None:
+                    out.append(encode_frame(event.payload, f"{run.run_id}:{event.seq}"))
+                elif at_resume:
+                    self._resume = None  # the client's last frame: what it adds is new
                 if kind == "RUN_STARTED":
                     opened, terminal = True, False
                     out.append(self._snapshots(start.messages, start.state))
@@ -152,6 +180,8 @@ class ThreadStream:
                     terminal = True
             if out:
                 yield b"".join(out)
+        if resumes_here:
+            self._resume = None  # the client had every recorded frame of this run
         tail: list[bytes] = []
         if not opened:
             tail.append(self._emit(_started(run)))
@@ -179,7 +209,7 @@ class ThreadStream:
 
     def _emit(self, frame: dict[str, Any]) -> bytes:
         self.check.feed(frame)
-        return encode_frame(dump(frame))
+        return b"" if self._resume is not None else encode_frame(dump(frame))
 
 
 def _started(run: Run) -> dict[str, Any]:

@@ -214,6 +214,19 @@ def check_after_seq(after_seq: int, name: str = "afterSeq") -> None:
         raise InputError(f"{name} must be -1 to {MAX_SEQ}, got {after_seq}")
 
 
+def frame_id(value: str) -> tuple[str, int]:
+    """A thread stream's frame id, ``<runId>:<seq>`` (as ``Last-Event-ID`` sends it back)."""
+    run_id, colon, seq = value.rpartition(":")
+    try:
+        after = int(seq) if colon and run_id else None
+    except ValueError:
+        after = None
+    if after is None:
+        raise InputError(f"Last-Event-ID must be <runId>:<seq>, got {value[:60]!r}")
+    check_after_seq(after, "Last-Event-ID's seq")
+    return run_id, after
+
+
 def check_seq(run: Run, seq: int | None) -> None:
     """A point inside the run: -1 (before its first event) to its last event."""
     if seq is not None and not -1 <= seq < run.event_count:

@@ -163,6 +163,38 @@ async def test_resume_from_every_hundredth_event(recorded: Any) -> None:
     assert by_header == everything[400:]
 
 
+async def test_a_thread_stream_resumes_after_any_frame_it_sent(recorded: Any) -> None:
+    rec, client, _db = recorded
+    runs = await conversation(client, rec, "t4b")
+    url = f"{rec}/threads/t4b/stream"
+    everything = await sse_get(client, url)
+    data = [d for _i, d in everything]
+    # Frames the recorder adds carry no id (the splitter, as an EventSource, keeps the last).
+    ids = [
+        i for i, (fid, _d) in enumerate(everything) if fid != (everything[i - 1][0] if i else None)
+    ]
+    assert {str(everything[i][0]).split(":")[0] for i in ids} == set(runs)
+    assert len(ids) < len(everything)  # (snapshots were added)
+    # A stride through the frames, each run's first, and each one followed by added frames.
+    picks = set(ids[::5]) | {i for i in ids if str(everything[i][0]).endswith(":0")}
+    picks |= {i for i in ids if i + 1 < len(everything) and i + 1 not in ids}
+    for index in sorted(picks):
+        resumed = await sse_get(client, url, headers={"Last-Event-ID": str(everything[index][0])})
+        assert [d for _i, d in resumed] == data[index + 1 :], index
+    # A point that is not on the stream (another thread's run, an unknown one): all of it.
+    for foreign in ("nope:3", f"{runs[0]}x:1"):
+        assert [
+            d for _i, d in await sse_get(client, url, headers={"Last-Event-ID": foreign})
+        ] == data
+    bad = await client.get(url, headers={"Last-Event-ID": "12"})
+    assert bad.status_code == 422 and "<runId>:<seq>" in bad.json()["detail"]
+    # A run's stream: the id an EventSource sends back wins over the afterSeq it opened with.
+    run_url = f"{rec}/runs/{runs[0]}/stream"
+    whole = await sse_get(client, run_url)
+    again = await sse_get(client, run_url, params={"afterSeq": 2}, headers={"Last-Event-ID": "9"})
+    assert again == whole[10:]
+
+
 async def test_live_run_is_tailed_until_it_ends(recorded: Any) -> None:
     rec, client, db = recorded
     body = {
