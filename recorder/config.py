@@ -283,6 +283,9 @@ class Settings(BaseSettings):
     # resolves its name to this address). None: the bind address and the localhost names,
     # or any name when bound to every interface. "*" in the list: any name.
     allowed_hosts: list[str] | None = None
+    # Origins whose pages may call the proxy and the API from a browser (CORS); none by
+    # default (same origin only). "*": any origin.
+    cors_origins: list[str] = Field(default_factory=list)
     # Seconds a client may take to read what was sent to it before it is dropped (the run
     # goes on recorded, as when a client leaves); readers of replays and live attaches too.
     client_write_timeout: Annotated[float, Field(gt=0)] = 60.0
@@ -457,7 +460,21 @@ def load_settings(config_file: str | None = None, **flags: Any) -> Settings:
     except ValidationError as exc:
         raise ConfigError(_explain(exc, config_file)) from exc
     except SettingsError as exc:
-        raise ConfigError(f"invalid settings: {exc}") from exc
+        raise ConfigError(_unparsed(exc)) from exc
+
+
+def _unparsed(exc: SettingsError) -> str:
+    """What a setting given as JSON in the environment (a list or a table) got wrong."""
+    found = re.search(r'field "(\w+)"', str(exc))
+    if found is None or found.group(1) not in Settings.model_fields:
+        return f"invalid settings: {exc}"
+    name = found.group(1)
+    variable = ENV_PREFIX + name.upper()
+    shape = Settings.model_fields[name].annotation
+    wanted = "a JSON object" if "dict" in str(shape) or "Config" in str(shape) else "a JSON list"
+    example = '{"name": "value"}' if wanted == "a JSON object" else '["value"]'
+    # (Not echoed: such a value may hold a key.)
+    return f"environment variable {variable} is not {wanted} (e.g. {example})"
 
 
 def check_environment(environ: dict[str, str] | os._Environ[str]) -> None:

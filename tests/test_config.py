@@ -119,6 +119,27 @@ def test_bad_values_and_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     assert load_settings(checkpoint_every=0).checkpoint_every == 0
 
 
+@pytest.mark.parametrize(
+    ("variable", "shape"),
+    [
+        ("RECORDER_TOKENS", "a JSON object"),
+        ("RECORDER_REDACTION", "a JSON object"),
+        ("RECORDER_RETENTION_AGENTS", "a JSON object"),
+        ("RECORDER_CORS_ORIGINS", "a JSON list"),
+    ],
+)
+def test_a_setting_taking_json_names_its_variable(
+    monkeypatch: pytest.MonkeyPatch, variable: str, shape: str
+) -> None:
+    for given in ("", "{bad", "http://x secret"):
+        monkeypatch.setenv(variable, given)
+        with pytest.raises(ConfigError) as raised:
+            load_settings()
+        message = str(raised.value)
+        assert message.startswith(f"environment variable {variable} is not {shape}"), message
+        assert "secret" not in message and "EnvSettingsSource" not in message
+
+
 async def test_serve_mounts_the_demo_agent(sqlite_url: str) -> None:
     from recorder.api import create_app
 

@@ -16,7 +16,8 @@ from urllib.parse import parse_qsl, urlsplit
 import orjson
 from fastapi import FastAPI
 from starlette.datastructures import Headers
-from starlette.types import Message, Receive, Scope, Send
+from starlette.middleware.cors import CORSMiddleware
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from recorder import __version__
 from recorder.api import (
@@ -54,11 +55,15 @@ class RecorderApp(FastAPI):
     allowed_hosts: frozenset[str] | None = None
     settings: Settings | None = None
 
+    # The answer with CORS (``settings.cors_origins``), when origins are set.
+    cors: ASGIApp | None = None
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        answer = self._answer if self.cors is None else self.cors
         if self.access_log and scope["type"] == "http":
-            await logged(self._answer, scope, receive, send)
+            await logged(answer, scope, receive, send)
         else:
-            await self._answer(scope, receive, send)
+            await answer(scope, receive, send)
 
     async def _answer(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
@@ -164,6 +169,17 @@ async def logged(app: Any, scope: Scope, receive: Receive, send: Send) -> None:
         ACCESS.info("request", extra={"fields": fields})
 
 
+# The answers' own headers a page may read (CORS): a proxied or forked run's id, where a
+# fork went, whether an agent's error was relayed, an unexpected error's id.
+EXPOSED_HEADERS = [
+    "x-recorder-run-id",
+    "x-recorder-thread-id",
+    "x-recorder-fork-strategy",
+    "x-recorder-relayed",
+    "x-error-id",
+]
+
+
 def proxied_agent(scope: Scope) -> str | None:
     """NAME when the request is for ``/agents/NAME`` (the proxy), else None."""
     path = route_path(scope)
@@ -205,6 +221,16 @@ def create_app(settings: Settings | None = None, *, store: EventStore | None = N
     app.access_log = settings.access_log
     app.allowed_hosts = allowed_hosts(settings)
     app.settings = settings
+    if settings.cors_origins:
+        # Preflights are answered here; every answer (the proxy's too) names the origin.
+        app.cors = CORSMiddleware(
+            app._answer,
+            allow_origins=settings.cors_origins,
+            allow_methods=["GET", "POST", "PATCH", "PUT", "DELETE"],
+            allow_headers=["*"],
+            expose_headers=EXPOSED_HEADERS,
+            max_age=600,
+        )
     install_error_handlers(app)
     app.include_router(agents.router)
     app.include_router(threads.router)

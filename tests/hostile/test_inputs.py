@@ -201,6 +201,48 @@ async def test_requests_naming_another_host_are_refused(sqlite_url: str) -> None
             assert (await client.get("/healthz")).status_code == 400
 
 
+async def test_cors_only_for_the_origins_configured(sqlite_url: str) -> None:
+    page = "http://localhost:3000"
+    preflight = {"origin": page, "access-control-request-method": "POST"}
+    preflight["access-control-request-headers"] = "content-type,authorization"
+    async with demo_upstream() as up, recorder_at(sqlite_url, {"demo": up}) as rec:
+        async with httpx.AsyncClient(base_url=rec, timeout=30) as client:
+            # None configured: no page of another origin is told it may read anything.
+            answer = await client.options("/agents/demo", headers=preflight)
+            assert "access-control-allow-origin" not in answer.headers
+            answer = await client.get("/threads", headers={"origin": page})
+            assert "access-control-allow-origin" not in answer.headers
+    async with (
+        demo_upstream() as up,
+        recorder_at(sqlite_url, {"demo": up}, cors_origins=[page], api_token=TOKEN) as rec,
+    ):
+        async with httpx.AsyncClient(base_url=rec, timeout=30) as client:
+            for path in ("/agents/demo", "/threads", "/runs/r/fork"):
+                answer = await client.options(path, headers=preflight)
+                assert answer.status_code == 200, path
+                assert answer.headers["access-control-allow-origin"] == page
+                allowed = answer.headers["access-control-allow-headers"].lower()
+                assert "authorization" in allowed and "content-type" in allowed
+            other = {**preflight, "origin": "http://evil.example"}
+            assert (await client.options("/agents/demo", headers=other)).status_code == 400
+            # The proxy's stream and the API's answers name the origin, and expose the run id.
+            body = {"threadId": "c", "runId": "c1", "messages": [user("hi")]}
+            async with client.stream(
+                "POST", "/agents/demo", json=body, headers={"origin": page}
+            ) as streamed:
+                assert streamed.status_code == 200
+                assert streamed.headers["access-control-allow-origin"] == page
+                assert "x-recorder-run-id" in streamed.headers["access-control-expose-headers"]
+                await streamed.aread()
+            bearer = {"authorization": f"Bearer {TOKEN}", "origin": page}
+            listed = await client.get("/threads", headers=bearer)
+            assert listed.status_code == 200 and listed.json()["threads"]
+            assert listed.headers["access-control-allow-origin"] == page
+            # The token is still required.
+            refused = await client.get("/threads", headers={"origin": page})
+            assert refused.status_code == 401
+
+
 TOKEN = "s3cret-token"
 
 
