@@ -53,21 +53,41 @@ def create_demo_app() -> FastAPI:
             thread_id, run_id = str(data["threadId"]), str(data["runId"])
         except (orjson.JSONDecodeError, KeyError, TypeError):
             return JSONResponse({"detail": "expected a RunAgentInput"}, status_code=422)
-        options = (data.get("forwardedProps") or {}).get("demo") or {}
-        return StreamingResponse(
-            _stream(data, thread_id, run_id, options), media_type="text/event-stream"
-        )
+        try:
+            options = _options(data)
+            # Made whole before answering: an input it cannot take gets a 422, not a
+            # stream that breaks off.
+            events = list(script(data, thread_id, run_id, options["extra"]))
+        except (TypeError, ValueError, AttributeError, KeyError) as exc:
+            detail = f"the demo agent cannot answer this input: {str(exc)[:200]}"
+            return JSONResponse({"detail": detail}, status_code=422)
+        return StreamingResponse(_stream(events, options), media_type="text/event-stream")
 
     return app
 
 
-async def _stream(
-    data: dict[str, Any], thread_id: str, run_id: str, options: dict[str, Any]
-) -> AsyncIterator[bytes]:
+def _options(data: dict[str, Any]) -> dict[str, Any]:
+    """``forwardedProps.demo``: ``delay`` (seconds between events), ``extra`` (text deltas
+    added), ``fail`` (``drop``, ``stall``, ``garbage``)."""
+    props = data.get("forwardedProps") or {}
+    if not isinstance(props, dict):
+        raise TypeError("forwardedProps must be an object")
+    given = props.get("demo") or {}
+    if not isinstance(given, dict):
+        raise TypeError("forwardedProps.demo must be an object")
+    delay, extra, fail = given.get("delay", 0), given.get("extra", 0), given.get("fail")
+    if isinstance(delay, bool) or not isinstance(delay, int | float) or not 0 <= delay <= 60:
+        raise ValueError("forwardedProps.demo.delay must be 0 to 60 seconds")
+    if isinstance(extra, bool) or not isinstance(extra, int) or not 0 <= extra <= 1_000_000:
+        raise ValueError("forwardedProps.demo.extra must be a whole number, 0 to 1000000")
+    if fail is not None and fail not in ("drop", "stall", "garbage"):
+        raise ValueError("forwardedProps.demo.fail must be drop, stall or garbage")
+    return {"delay": float(delay), "extra": extra, "fail": fail}
+
+
+async def _stream(events: list[BaseEvent], options: dict[str, Any]) -> AsyncIterator[bytes]:
     encoder = EventEncoder()
-    delay = float(options.get("delay", 0))
-    fail = options.get("fail")
-    events = list(script(data, thread_id, run_id, int(options.get("extra", 0))))
+    delay, fail = options["delay"], options["fail"]
     for index, event in enumerate(events):
         if fail == "drop" and index == len(events) // 2:
             raise ConnectionResetError("demo agent dropped the stream")

@@ -162,6 +162,14 @@ async def test_serve_mounts_the_demo_agent(sqlite_url: str) -> None:
         assert (await client.get("/runs/r")).json()["status"] == "finished"
         assert (await client.get("/healthz")).json()["ok"] is True
         assert (await client.get("/openapi.json")).status_code == 200
+        # Options it cannot take: a 422 naming them, before any stream (it was a 500, in
+        # plain text, from inside the agent), relayed by the proxy with its status.
+        for props in ("x", {"demo": 3}, {"demo": {"delay": "slow"}}, {"demo": {"extra": -1}}):
+            odd = {**body, "runId": f"r-{len(str(props))}", "forwardedProps": props}
+            for path in ("/demo-agent/", "/agents/demo"):
+                answer = await client.post(path, json=odd, timeout=30)
+                assert answer.status_code == 422, (path, props, answer.text)
+                assert "forwardedProps" in answer.json()["detail"], answer.text
 
 
 def test_tokens_are_kept_hashed_and_scoped(monkeypatch: pytest.MonkeyPatch) -> None:

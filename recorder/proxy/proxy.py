@@ -251,8 +251,19 @@ class Proxy:
         content_type = response.headers.get("content-type", "")
         if response.status >= 300 or not content_type.startswith("text/event-stream"):
             payload = await _read_capped(response, _RELAY_LIMIT)
+            if 300 <= response.status < 400:
+                # Followed, it would send the client or the recorder where no setting
+                # says to: the agent's configured URL is what needs changing.
+                where = response.headers.get("location")
+                error = (
+                    f"upstream answered HTTP {response.status}, a redirect"
+                    + (f" to {where[:300]!r}" if where else "")
+                    + "; redirects are not followed: set the agent's URL to where it points"
+                )
+                await self._fail_early(run, error, "upstream_redirect", watch)
+                return Relay(502, orjson.dumps({"detail": error}), "application/json")
             if response.status >= 300:
-                error = f"upstream answered HTTP {response.status}: {payload[:500]!r}"
+                error = f"upstream answered HTTP {response.status}: {_excerpt(payload)}"
                 await self._fail_early(run, error, "upstream_http_error", watch)
                 return Relay(response.status, payload, content_type or "text/plain")
             error = f"upstream answered content type {content_type!r}, not text/event-stream"
@@ -281,6 +292,14 @@ class Proxy:
         finally:
             end = RunEnd(run.run_id, run.thread_id, "error", "error", message, 1, len(data), code)
             watch.ended(end)
+
+
+def _excerpt(body: bytes, limit: int = 300) -> str:
+    """An answer's body as one line of text for a run's error (its start, when long)."""
+    text = " ".join(body[: limit * 4].decode("utf-8", "replace").split())
+    if not text:
+        return "(no body)"
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 async def _read_capped(response: Answer, limit: int) -> bytes:

@@ -285,6 +285,38 @@ async def test_drop_mid_stream_is_closed_by_a_recorder_run_error(
     assert run.status == "error"
 
 
+async def test_an_agent_s_error_is_relayed_and_its_redirect_named(
+    db_url: str, store_for: Any
+) -> None:
+    page = "<html>\n  <body>Server   Error \xe9</body>\n</html>"
+    scripts = {
+        "fails": lambda _r: Response(page.encode(), status_code=500, media_type="text/html"),
+        "moved": lambda _r: Response(
+            status_code=307, headers={"location": "http://127.0.0.1:9/agent/"}
+        ),
+    }
+    async with (
+        serving(scripted_upstream(scripts)) as up,
+        recorder_at(db_url, {"fails": f"{up}/fails", "moved": f"{up}/moved"}) as rec,
+    ):
+        status, _frames, raw = await post_stream(f"{rec}/agents/fails", run_input("t", "e1"))
+        assert (status, raw) == (500, page.encode())  # relayed as it came
+        status, _frames, raw = await post_stream(f"{rec}/agents/moved", run_input("t", "e2"))
+        assert status == 502
+        detail = orjson.loads(raw)["detail"]
+        assert "HTTP 307" in detail and "'http://127.0.0.1:9/agent/'" in detail
+    store = await store_for()
+    # The run's error reads as text: no bytes' repr, the body's whitespace made one line.
+    failed = await store.get_run("e1")
+    assert (
+        failed.error == "upstream answered HTTP 500: <html> <body>Server Error \xe9</body> </html>"
+    )
+    moved = await store.get_run("e2")
+    assert moved.status == "error" and moved.error == detail
+    (event,) = await store.read_events("e2")
+    assert orjson.loads(event.payload)["code"] == "upstream_redirect"
+
+
 async def test_stream_ending_without_terminal_event(db_url: str, store_for: Any) -> None:
     _status, frames = await _scripted(db_url, lambda r: sse(RUN[:2]))
     assert orjson.loads(frames[-1][1])["code"] == "upstream_incomplete"
