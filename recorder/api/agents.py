@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, HTTPException, Query, Request
 from fastapi.responses import Response
 
 from recorder.api.access import PrincipalDep, ReadDep, check_agent, visible_thread
 from recorder.api.deps import RuntimeDep
-from recorder.api.proxy_endpoint import read_body
+from recorder.api.proxy_endpoint import posts_json, read_body
 from recorder.api.views import ERRORS, JSON, SSE_HEADERS, EventStream, stream_doc
-from recorder.errors import InputError, ThreadNotFound
-from recorder.models import AgentList
+from recorder.errors import ThreadNotFound
+from recorder.models import AgentList, ErrorDetail
 from recorder.proxy.request import parse_run_input
 from recorder.timetravel.replay import ThreadStream
 
@@ -35,7 +35,11 @@ async def list_agents(runtime: RuntimeDep, principal: PrincipalDep) -> JSON:
     dependencies=[ReadDep],
     summary="The thread's history as one stream, then its live run",
     response_class=EventStream,
-    responses={**ERRORS, **stream_doc("the thread's history as one AG-UI stream")},
+    responses={
+        **ERRORS,
+        415: {"model": ErrorDetail, "description": "the body is not application/json"},
+        **stream_doc("the thread's history as one AG-UI stream"),
+    },
 )
 async def connect(
     name: str,
@@ -46,15 +50,12 @@ async def connect(
 ) -> Response:
     runtime.proxy.upstream(name)
     check_agent(principal, name)
+    if not posts_json(request.headers.get("content-type")):
+        raise HTTPException(415, "connect takes a RunAgentInput as application/json")
     limit = runtime.settings.max_body_bytes
     body = await read_body(request.scope, request.receive, limit) or b""  # (b"": client left)
-    try:
-        posted = parse_run_input(body)
-    except InputError:
-        posted = {}
-    thread_id = posted.get("threadId")
-    if not isinstance(thread_id, str):
-        raise InputError("RunAgentInput.threadId must be a non-empty string")
+    # Only the thread is needed: a client's connect input may carry any runId, or none.
+    thread_id = parse_run_input(body, ids=("threadId",))["threadId"]
     try:
         await runtime.store.get_thread(thread_id)
         await visible_thread(runtime, principal, thread_id)

@@ -29,11 +29,14 @@ _HOP_BY_HOP = frozenset(
 )
 
 
-def parse_run_input(body: bytes, max_bytes: int | None = None) -> dict[str, Any]:
-    """The posted RunAgentInput as a dict, if it names a thread and a run; else InputError.
+def parse_run_input(
+    body: bytes, max_bytes: int | None = None, ids: tuple[str, ...] = ("threadId", "runId")
+) -> dict[str, Any]:
+    """The posted RunAgentInput as a dict, if it names a thread and a run (``ids``); else
+    InputError.
 
-    Only ``threadId`` and ``runId`` are checked: every other field goes to the agent as
-    posted (clients send ``protocolVersion`` and more)."""
+    Only those ids are checked: every other field goes to the agent as posted (clients
+    send ``protocolVersion`` and more)."""
     if max_bytes is not None and len(body) > max_bytes:
         raise BodyTooLarge(f"request body is {len(body)} bytes; the limit is {max_bytes}")
     try:
@@ -44,7 +47,7 @@ def parse_run_input(body: bytes, max_bytes: int | None = None) -> dict[str, Any]
         raise InputError("request body must be a JSON object (a RunAgentInput)")
     if nested_too_deeply(body, obj):
         raise InputError(f"request body nests arrays and objects past {MAX_DEPTH} levels")
-    for key in ("threadId", "runId"):
+    for key in ids:
         check_id(obj.get(key), f"RunAgentInput.{key}")
     return obj
 

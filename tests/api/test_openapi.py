@@ -145,6 +145,7 @@ async def test_every_answer_follows_its_declared_schema(served: Any) -> None:
     judge.check("POST", connect, await http.post("/agents/demo/connect", json=posted))
     judge.check("POST", connect, await http.post("/agents/demo/connect", json={"runId": "x"}))
     judge.check("POST", connect, await http.post("/agents/nope/connect", json=posted))
+    judge.check("POST", connect, await http.post("/agents/demo/connect", content=b"{}"))
     judge.check("POST", "/agents/{name}", await http.post("/agents/demo", json=empty))
     judge.check("POST", "/agents/{name}", await http.post("/agents/demo", json=empty))  # 409
     judge.check("POST", "/agents/{name}", await http.post("/agents/nope", json=empty))

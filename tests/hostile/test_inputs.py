@@ -201,6 +201,31 @@ async def test_requests_naming_another_host_are_refused(sqlite_url: str) -> None
             assert (await client.get("/healthz")).status_code == 400
 
 
+async def test_connect_names_what_is_wrong_with_its_input(sqlite_url: str) -> None:
+    async with demo_upstream() as up, recorder_at(sqlite_url, {"demo": up}) as rec:
+        async with httpx.AsyncClient(base_url=rec, timeout=30) as client:
+            await post_run(client, "/agents/demo", {"threadId": "k", "runId": "k1"})
+            url = "/agents/demo/connect"
+            cases = [
+                (b"xx", "not valid JSON"),
+                (b"[]", "must be a JSON object"),
+                (b'{"threadId":"a/b"}', "threadId must not contain '/'"),
+                (b'{"runId":"r"}', "threadId must be a non-empty string"),
+            ]
+            for body, said in cases:
+                answer = await client.post(
+                    url, content=body, headers={"content-type": "application/json"}
+                )
+                assert answer.status_code == 422, body
+                assert said in answer.json()["detail"], (body, answer.text)
+            # A connect input needs no runId (a client may send any, or none).
+            answer = await client.post(url, json={"threadId": "k"})
+            assert answer.status_code == 200 and b"RUN_FINISHED" in answer.content
+            # As the proxy: a form or text/plain POST is not JSON.
+            plain = await client.post(url, content=b'{"threadId":"k"}')
+            assert plain.status_code == 415 and "application/json" in plain.json()["detail"]
+
+
 async def test_cors_only_for_the_origins_configured(sqlite_url: str) -> None:
     page = "http://localhost:3000"
     preflight = {"origin": page, "access-control-request-method": "POST"}
