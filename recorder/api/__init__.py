@@ -32,7 +32,7 @@ from recorder.api import (
     transfer,
     web,
 )
-from recorder.api.access import auth_required, authenticate, bearer
+from recorder.api.access import UNKNOWN_TOKEN, auth_required, authenticate, credential
 from recorder.api.deps import ANSWERED, TOKEN_REQUIRED, install_error_handlers
 from recorder.api.proxy_endpoint import OPENAPI, ProxyEndpoint, send_whole
 from recorder.api.state_endpoint import serve_state, state_request
@@ -70,7 +70,9 @@ class RecorderApp(FastAPI):
             refusal = self._refusal(scope)
             if refusal is not None:
                 status, detail = refusal
-                await send_whole(send, status, orjson.dumps({"detail": detail}), "application/json")
+                body = orjson.dumps({"detail": detail})
+                challenge = [(b"www-authenticate", b"Bearer")] if status == 401 else None
+                await send_whole(send, status, body, "application/json", challenge)
                 return
         if scope["type"] == "http" and scope["method"] == "POST":
             name = proxied_agent(scope)
@@ -116,14 +118,10 @@ class RecorderApp(FastAPI):
             self.openapi_url,
             self.swagger_ui_oauth2_redirect_url,
         )
-        if (
-            settings is not None
-            and auth_required(settings)
-            and route_path(scope) in documents
-            and authenticate(settings, bearer(headers.get("authorization")), "authorization")
-            is None
-        ):
-            return 401, TOKEN_REQUIRED
+        if settings is not None and auth_required(settings) and route_path(scope) in documents:
+            token, carrier = credential(headers)
+            if authenticate(settings, token, carrier) is None:
+                return 401, TOKEN_REQUIRED if not token else UNKNOWN_TOKEN
         return None
 
 

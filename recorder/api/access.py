@@ -70,6 +70,7 @@ class Principal:
 
 
 OPEN = Principal(None, frozenset(SCOPES))
+UNKNOWN_TOKEN = "the API token is not one this recorder knows"
 FULL_ACCESS = "api_token"
 
 
@@ -122,7 +123,7 @@ def principal_for(settings: Settings, scope: Scope) -> Principal:
             raise Unauthenticated(
                 "an API token is required (Authorization: Bearer TOKEN)"
                 if not token
-                else "the API token is not one this recorder knows"
+                else UNKNOWN_TOKEN
             )
         principal = found
     state["principal"] = principal

@@ -12,7 +12,8 @@ from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from recorder.errors import (
     BodyTooLarge,
@@ -43,6 +44,7 @@ RuntimeDep = Annotated[Runtime, Depends(get_runtime)]
 
 
 TOKEN_REQUIRED = "an API token is required (Authorization: Bearer TOKEN)"
+CHALLENGE = {"www-authenticate": "Bearer"}  # what a 401 asks for (RFC 6750)
 
 
 _STATUS: list[tuple[type[RecorderError], int]] = [
@@ -98,7 +100,8 @@ def error_response(
             "journal (a database outage); retry once /healthz reports ok"
         )
         return JSONResponse({"detail": detail}, status_code=503, headers={"retry-after": "1"})
-    return JSONResponse({"detail": str(exc)}, status_code=status)
+    headers = CHALLENGE if status == 401 else None
+    return JSONResponse({"detail": str(exc)}, status_code=status, headers=headers)
 
 
 def install_error_handlers(app: FastAPI) -> None:
@@ -113,6 +116,18 @@ def install_error_handlers(app: FastAPI) -> None:
         assert isinstance(exc, RequestValidationError)
         return JSONResponse({"detail": explain(exc)}, status_code=422)
 
+    async def http_error(_request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, StarletteHTTPException)
+        if isinstance(exc.__cause__, RecursionError):
+            # FastAPI's own body parsing, of JSON nested past Python's recursion: the
+            # request's fault, answered as the proxy and the import answer it.
+            return JSONResponse({"detail": TOO_DEEP}, status_code=422)
+        if exc.status_code in (204, 304):
+            return Response(status_code=exc.status_code, headers=exc.headers)
+        body = {"detail": exc.detail}
+        return JSONResponse(body, status_code=exc.status_code, headers=exc.headers)
+
+    app.add_exception_handler(StarletteHTTPException, http_error)
     app.add_exception_handler(RecorderError, handle)
     app.add_exception_handler(RequestValidationError, invalid)
     app.add_exception_handler(RecursionError, handle)

@@ -108,13 +108,17 @@ async def serve_run(
             await send({"type": "http.response.body", "body": b""})
             return
         status = status_for(exc)
+        extra = None
         if isinstance(exc, RecursionError):
             status, answer = 422, {"detail": TOO_DEEP}
         elif status == 500:  # not one the recorder can explain: logged with an id
             answer = internal_error(exc, "POST", scope["path"])
+            extra = [(b"x-error-id", answer["errorId"].encode())]
         else:
             answer = {"detail": str(exc)}
-        await send_whole(send, status, orjson.dumps(answer), "application/json")
+            if status == 401:
+                extra = [(b"www-authenticate", b"Bearer")]
+        await send_whole(send, status, orjson.dumps(answer), "application/json", extra)
         return
     if isinstance(result, Relay):
         await send_whole(send, result.status, result.body, result.content_type, _RELAY_HEAD)

@@ -144,7 +144,9 @@ async def fork_run(
     message), into a new thread or on the parent's, by the fork's strategy."""
     agents = runtime.settings.agents
     await visible_run(runtime, principal, run_id)
-    plan = await plan_fork(runtime.store, runtime.history, run_id, fork_request(body), agents)
+    request = fork_request(body)
+    limit = runtime.settings.max_body_bytes
+    plan = await plan_fork(runtime.store, runtime.history, run_id, request, agents, limit)
     check_agent(principal, plan.agent)
     if body.dry_run:
         return JSON(views.plan_view(plan))

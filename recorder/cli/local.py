@@ -328,7 +328,10 @@ class LocalBackend:
         """The fork's plan; its strategy from this command's agent settings, as a server
         takes it from its own."""
         request = fork_request(options)
-        return await plan_fork(self.store, self._history, run_id, request, self.settings.agents)
+        settings = self.settings
+        return await plan_fork(
+            self.store, self._history, run_id, request, settings.agents, settings.max_body_bytes
+        )
 
     async def export_jsonl(self, thread_ids: Iterable[str] = ()) -> AsyncIterator[bytes]:
         ids = list(thread_ids)

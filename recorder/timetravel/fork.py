@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from recorder.config import DEFAULT_FORK_STRATEGY, AgentConfig, ForkStrategy
-from recorder.errors import Conflict, InputError, ThreadNotFound
+from recorder.errors import BodyTooLarge, Conflict, InputError, ThreadNotFound
 from recorder.models import ForkOptions
 from recorder.reference.patch import UNDEFINED, PatchError, UnclonableResult, apply_patch
 from recorder.store import EventStore, Run
@@ -39,7 +39,7 @@ from recorder.timetravel.history import History
 from recorder.timetravel.rewind import Start, start_at, start_edited, start_regenerated
 from recorder.wire.events import decode
 from recorder.wire.ids import check_id
-from recorder.wire.jsontext import dump
+from recorder.wire.jsontext import MAX_DEPTH, dump, nested_too_deeply
 
 NEW_THREAD: ForkStrategy = "new-thread"
 SAME_THREAD: ForkStrategy = "same-thread"
@@ -105,10 +105,13 @@ async def plan_fork(
     run_id: str,
     req: ForkRequest,
     agents: Mapping[str, AgentConfig],
+    max_bytes: int | None = None,
 ) -> ForkPlan:
     """The input a fork of ``run_id`` posts, to which agent, from which point, where.
 
     ``agents`` is the configuration that decides the strategy of a fork that names none.
+    The input meets the checks the proxy makes of what it posts (its depth, and its size
+    against ``max_bytes``): a dry run is refused where the fork itself would be.
     """
     _check_options(req)
     parent = await store.get_run(run_id)
@@ -127,7 +130,20 @@ async def plan_fork(
     if strategy == SAME_THREAD:
         body["parentRunId"] = start.run.run_id
     body |= _input(start, req, new_run)
-    return ForkPlan(start.run.agent or parent.agent, body, start.run.run_id, start.seq, strategy)
+    plan = ForkPlan(start.run.agent or parent.agent, body, start.run.run_id, start.seq, strategy)
+    _check_postable(plan, max_bytes)
+    return plan
+
+
+def _check_postable(plan: ForkPlan, max_bytes: int | None) -> None:
+    data = plan.body
+    if nested_too_deeply(data, plan.input):
+        raise InputError(f"the fork's input nests arrays and objects past {MAX_DEPTH} levels")
+    if max_bytes is not None and len(data) > max_bytes:
+        raise BodyTooLarge(
+            f"the fork's input is {len(data)} bytes; the limit is {max_bytes} "
+            "(setting max_body_bytes)"
+        )
 
 
 def _input(start: Start, req: ForkRequest, new_run: str) -> dict[str, Any]:

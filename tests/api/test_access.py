@@ -113,9 +113,19 @@ async def test_the_api_asks_for_a_known_token(
     # In the header only: a token in a URL ends up in logs.
     by_query = await client.get("/threads", params={"token": TOKENS["reader"][0]})
     assert by_query.status_code == 401
-    # The API's documents take any known token.
-    assert (await client.get("/openapi.json")).status_code == 401
-    assert (await client.get("/openapi.json", headers=bearer("a-reader"))).status_code == 200
+    # The API's documents take any known token, and refuse as the routes refuse.
+    for path in ("/openapi.json", "/threads"):
+        for headers, said in [
+            ({}, "is required"),
+            ({"authorization": "Bearer nope"}, "not one this recorder knows"),
+            ({"x-recorder-token": "nope"}, "not one this recorder knows"),
+        ]:
+            refused = await client.get(path, headers=headers)
+            assert refused.status_code == 401 and said in refused.json()["detail"], path
+            assert refused.headers["www-authenticate"] == "Bearer"  # what it asks for
+        assert (await client.get(path, headers=bearer("a-reader"))).status_code == 200
+        token = {"x-recorder-token": TOKENS["a-reader"][0]}
+        assert (await client.get(path, headers=token)).status_code == 200
     assert (await client.get("/healthz")).status_code == 200
 
 

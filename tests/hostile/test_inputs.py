@@ -287,6 +287,13 @@ def nested(depth: int) -> bytes:
     return b'{"a":' * depth + b"1" + b"}" * depth
 
 
+def orjson_nested(depth: int) -> Any:
+    value: Any = 1
+    for _ in range(depth):
+        value = {"a": value}
+    return value
+
+
 async def test_json_nested_past_any_parser_is_422_not_500(db_url: str) -> None:
     async with demo_upstream() as up, recorder_at(db_url, {"demo": up}) as rec:
         async with httpx.AsyncClient(base_url=rec, timeout=30) as client:
@@ -318,6 +325,37 @@ async def test_json_nested_past_any_parser_is_422_not_500(db_url: str) -> None:
             )
             assert fork.status_code == 422 and "nested too deeply" in fork.json()["detail"]
             assert len((await client.get("/threads")).json()["threads"]) == 2
+            # Past Python's recursion in FastAPI's own body parsing: 422 too, not a 400
+            # that says only "There was an error parsing the body".
+            very = b"[" * 100_000 + b"]" * 100_000
+            for method, path in [
+                ("POST", "/runs/r/fork"),
+                ("PATCH", "/threads/t/tags"),
+                ("POST", "/threads/t/notes"),
+            ]:
+                answer = await client.request(method, path, content=very, headers=as_json)
+                assert answer.status_code == 422, (path, answer.text)
+                assert "nested too deeply" in answer.json()["detail"]
+
+
+async def test_a_fork_s_dry_run_is_refused_where_the_fork_is(db_url: str) -> None:
+    async with (
+        demo_upstream() as up,
+        recorder_at(db_url, {"demo": up}, max_body_bytes=50_000) as rec,
+    ):
+        async with httpx.AsyncClient(base_url=rec, timeout=30) as client:
+            await post_run(client, "/agents/demo", run_input("t", "r"))
+            deep = {"state": orjson_nested(300)}
+            large = {"messages": ["x" * 60_000]}
+            for body, status, said in [
+                (deep, 422, "past 254 levels"),
+                (large, 413, "the limit is 50000"),
+            ]:
+                for dry in (True, False):
+                    answer = await client.post("/runs/r/fork", json={**body, "dryRun": dry})
+                    assert answer.status_code == status, (dry, answer.text)
+                    assert said in answer.json()["detail"], (dry, answer.text)
+            assert (await client.get("/threads")).json()["threads"][0]["runCount"] == 1
 
 
 async def test_forks_racing_into_one_new_thread_are_one_200_and_409s(db_url: str) -> None:
