@@ -75,6 +75,9 @@ def set_tags(
         _check_text("a tag key", key, MAX_KEY)
         if not key:
             raise InputError("a tag key cannot be empty")
+        if ":" in key or "=" in key:
+            # A filter is KEY:VALUE (or KEY=VALUE), split at its first ':' or '='.
+            raise InputError(f"a tag key cannot hold ':' or '=' (got {key[:60]!r})")
         if value is None:
             yield REMOVE_TAG, (thread_id, run_id or "", key)
         else:
