@@ -29,6 +29,9 @@ class ChainVerification(Model):
     events: int
     problems: list[ChainProblem]
     receipt_at: str | None = None
+    # With a receipt: what differs from it that a purge or a sanctioned rewrite made
+    # since accounts for, each naming its record (not problems).
+    sanctioned: list[ChainProblem] = []
 
 
 class ThreadHead(Model):

@@ -25,6 +25,7 @@ from recorder.store.model import (
     Heads,
     PurgeReport,
     PurgeSelection,
+    Rewrite,
     RewriteReport,
     Tombstone,
 )
@@ -141,6 +142,9 @@ class Passthrough:
 
     async def tombstones(self) -> list[Tombstone]:
         return await self.store.tombstones()
+
+    async def rewrites(self) -> list[Rewrite]:
+        return await self.store.rewrites()
 
     async def verify_chains(
         self,

@@ -32,6 +32,7 @@ from recorder.store.model import (
     PurgeSelection,
     Redacted,
     Redaction,
+    Rewrite,
     RewriteReport,
     Run,
     SearchDoc,
@@ -356,6 +357,10 @@ class EventStore(Protocol):
         """Every purge's tombstone, oldest first."""
         ...
 
+    async def rewrites(self) -> list[Rewrite]:
+        """Every sanctioned rewrite's record (``rewrite``), oldest first."""
+        ...
+
     async def record_action(
         self,
         actor: str,
@@ -521,6 +526,7 @@ __all__ = [
     "PurgeSelection",
     "Redacted",
     "Redaction",
+    "Rewrite",
     "RewriteReport",
     "Run",
     "SearchDoc",

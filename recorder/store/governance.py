@@ -30,6 +30,7 @@ from recorder.store.model import (
     PurgedThread,
     PurgeReport,
     PurgeSelection,
+    Rewrite,
     RewriteReport,
     Tombstone,
 )
@@ -65,7 +66,7 @@ THREAD_CHAIN = Fetch("SELECT head, sealed FROM threads WHERE thread_id = ?", loc
 # its checkpoint then deleted with the others, instead of committed under the purge's
 # DELETE of checkpoints and failing its DELETE of runs, or kept past the rewrite.
 PURGED_RUNS = Fetch(
-    "SELECT run_id, status, event_count, head FROM runs WHERE thread_id = ? "
+    "SELECT run_id, status, event_count, head, seal FROM runs WHERE thread_id = ? "
     "ORDER BY created_at, run_id",
     lock=True,
 )
@@ -75,6 +76,9 @@ INSERT_TOMBSTONE = Fetch(
 )
 TOMBSTONES = Fetch(
     "SELECT id, at, actor, reason, threads, runs, events, detail FROM purges ORDER BY id"
+)
+REWRITES = Fetch(
+    "SELECT id, at, actor, reason, run_id, thread_id, old_head, new_head FROM rewrites ORDER BY id"
 )
 INSERT_ACTION = Fetch(
     "INSERT INTO audit_log (at, actor, action, target, outcome, detail) "
@@ -113,10 +117,13 @@ def purge(
     for thread_id in ids:
         found = yield THREAD_CHAIN, (thread_id,)
         runs = yield PURGED_RUNS, (thread_id,)
-        if any(status == RUNNING for _, status, _, _ in runs):
+        if any(status == RUNNING for _, status, _, _, _ in runs):
             skipped.append(thread_id)
             continue
         head, sealed = found[0]
+        # In the order the thread's chain took them (sealed runs by seal, then the rest):
+        # the tombstone's heads then recompute the chain over any first runs of it.
+        runs = sorted(runs, key=lambda row: (row[4] is None, row[4] or 0))
         threads.append(
             PurgedThread(
                 thread_id,
@@ -124,7 +131,7 @@ def purge(
                 int(sealed),
                 tuple(
                     PurgedRun(str(r), int(n), None if h is None else bytes(h))
-                    for r, _, n, h in runs
+                    for r, _, n, h, _ in runs
                 ),
             )
         )
@@ -322,6 +329,23 @@ def tombstones() -> Body[list[Tombstone]]:
     return [
         Tombstone(int(i), float(at), a, why, int(t), int(r), int(e), orjson.loads(d))
         for i, at, a, why, t, r, e, d in rows
+    ]
+
+
+def rewrites() -> Body[list[Rewrite]]:
+    rows = yield REWRITES, ()
+    return [
+        Rewrite(
+            int(i),
+            float(at),
+            actor,
+            reason,
+            run,
+            thread,
+            None if old is None else bytes(old),
+            None if new is None else bytes(new),
+        )
+        for i, at, actor, reason, run, thread, old, new in rows
     ]
 
 

@@ -271,6 +271,20 @@ class Tombstone:
 
 
 @dataclass(frozen=True, slots=True)
+class Rewrite:
+    """A sanctioned rewrite's record (table ``rewrites``): the run's head before and after."""
+
+    id: int
+    at: float
+    actor: str
+    reason: str | None
+    run_id: str
+    thread_id: str
+    old_head: bytes | None
+    new_head: bytes | None
+
+
+@dataclass(frozen=True, slots=True)
 class RewriteReport:
     """A sanctioned rewrite: the events whose payloads were replaced, the events re-hashed
     (those and every later one of the run), and the links from old heads to new."""

@@ -68,6 +68,7 @@ from recorder.store.model import (
     PurgeReport,
     PurgeSelection,
     Redaction,
+    Rewrite,
     RewriteReport,
     Run,
     SearchDoc,
@@ -442,6 +443,9 @@ class SqlStore:
 
     async def tombstones(self) -> list[Tombstone]:
         return await self._read(governance.tombstones)
+
+    async def rewrites(self) -> list[Rewrite]:
+        return await self._read(governance.rewrites)
 
     async def verify_chains(
         self,

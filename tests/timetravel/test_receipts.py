@@ -6,7 +6,9 @@ from __future__ import annotations
 import pytest
 
 from recorder.errors import InputError
-from recorder.store import EventStore, NewRun
+from recorder.store import EventStore, NewRun, PurgeSelection
+from recorder.store.sql import SqlStore
+from recorder.store.statements import Body, Execute, Sanction
 from recorder.timetravel import audit
 from tests.conftest import raw_sql
 from tests.store.spec.conftest import ev
@@ -79,3 +81,108 @@ async def test_an_audited_rewrite_is_in_the_audit_log(store: EventStore) -> None
         await audit.rewrite(store, "done", {7: b"{}"}, actor="cli", reason=None)
     assert (await store.list_actions())[0].outcome == "error"
     assert (await store.verify_chains()).ok
+
+
+async def _purge(store: EventStore, thread_id: str) -> None:
+    selection = PurgeSelection(thread_ids=(thread_id,))
+    await audit.purge(store, selection, actor="cli", reason="erasure", dry_run=False)
+
+
+async def test_a_purge_since_the_receipt_accounts_for_its_thread_only_with_its_chain(
+    store: EventStore,
+) -> None:
+    await _log(store)
+    await store.create_run(NewRun("second", "t1"))
+    await store.set_status("second", "finished")
+    receipt = await audit.receipt(store, None)
+    assert receipt["threads"]["t1"]["sealed"] == 2
+    # Runs closed after the receipt, then the purge: its tombstone covers more runs.
+    await store.create_run(NewRun("third", "t1"))
+    await store.set_status("third", "finished")
+    await _purge(store, "t1")
+    result = await audit.check_receipt(store, receipt, None)
+    assert result["ok"], result["problems"]
+    (note,) = result["sanctioned"]
+    assert (
+        note["threadId"] == "t1" and "purged by cli" in note["what"] and "erasure" in note["what"]
+    )
+    # A tombstone that does not hold the receipt's chain accounts for nothing.
+    forged = dict(receipt, threads={"t1": {"head": "ab" * 32, "sealed": 2}})
+    result = await audit.check_receipt(store, forged, None)
+    assert [p["threadId"] for p in result["problems"]] == ["t1"]
+    assert "no purge since the receipt holds its chain" in result["problems"][0]["what"]
+
+
+async def test_a_tombstone_written_by_hand_or_before_the_receipt_accounts_for_nothing(
+    store: EventStore,
+) -> None:
+    await _log(store)
+    # A purge before the receipt, of a thread of the same name that existed then.
+    await store.create_run(NewRun("old", "t9"))
+    await store.set_status("old", "finished")
+    await _purge(store, "t9")
+    await store.create_run(NewRun("new", "t9"))
+    await store.set_status("new", "finished")
+    receipt = await audit.receipt(store, None)
+    # Gone by hand, with a tombstone inserted by hand that names it (a plain INSERT),
+    # past the triggers as any client of the database can get past them.
+    fake = '[{"threadId": "t9", "head": "00", "sealed": 1, "runs": []}]'
+
+    def by_hand() -> Body[None]:
+        yield Sanction("purge"), ()
+        for table in ("events", "checkpoints", "run_inputs", "search_docs", "search_runs"):
+            yield Execute(f"DELETE FROM {table} WHERE run_id = 'new'"), ()
+        yield Execute("DELETE FROM runs WHERE thread_id = 't9'"), ()
+        yield Execute("DELETE FROM threads WHERE thread_id = 't9'"), ()
+        yield Sanction("purge", on=False), ()
+        insert = "INSERT INTO purges (at, actor, reason, threads, runs, events, detail) "
+        yield Execute(insert + "VALUES (0, 'x', 'y', 1, 0, 0, ?)"), (fake,)
+
+    assert isinstance(store, SqlStore)
+    await store.database.write(by_hand)
+    result = await audit.check_receipt(store, receipt, None)
+    assert [p["threadId"] for p in result["problems"]] == ["t9"], result
+    assert result["sanctioned"] == []
+
+
+async def test_a_sanctioned_rewrite_since_the_receipt_is_named_not_a_mismatch(
+    store: EventStore,
+) -> None:
+    await _log(store)
+    receipt = await audit.receipt(store, None)
+    await audit.rewrite(store, "done", {1: b'{"n":"[REDACTED]"}'}, actor="cli", reason="redact")
+    await audit.rewrite(store, "done", {2: b'{"n":"[REDACTED]"}'}, actor="cli", reason="again")
+    result = await audit.check_receipt(store, receipt, None)
+    assert result["ok"], result["problems"]
+    notes = result["sanctioned"]  # each rewrite, naming its record
+    assert [(n["threadId"], n["runId"]) for n in notes] == [("t1", "done")] * 2
+    assert ["(redact)" in notes[0]["what"], "(again)" in notes[1]["what"]] == [True, True]
+    assert all("rewritten by cli" in n["what"] for n in notes)
+    # Tampering after the rewrite is still found.
+    if store.url.startswith("sqlite"):
+        await raw_sql(store, "DROP TRIGGER events_no_update")
+    else:
+        await raw_sql(store, "DROP TRIGGER events_append_only ON events")
+    await raw_sql(store, "UPDATE events SET payload = ? WHERE run_id = 'done' AND seq = 0", b"1")
+    result = await audit.check_receipt(store, receipt, None)
+    assert not result["ok"]
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"threads": {"t1": {}}},
+        {"threads": {"t1": "abc"}},
+        {"threads": {"t1": {"head": "00", "sealed": "2"}}},
+        {"running": {"live": {"threadId": "t2"}}},
+        {"running": []},
+        {"at": "yesterday"},
+    ],
+)
+async def test_a_malformed_receipt_is_an_input_error(
+    store: EventStore, change: dict[str, object]
+) -> None:
+    await _log(store)
+    receipt = {**await audit.receipt(store, None), **change}
+    with pytest.raises(InputError, match="not a receipt"):
+        await audit.check_receipt(store, receipt, None)

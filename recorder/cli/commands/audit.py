@@ -82,19 +82,26 @@ def _verification_text(result: dict[str, Any]) -> str:
     checked = f"{result['threads']} threads, {result['runs']} runs, {result['events']} events"
     against = f" against the receipt of {result['receiptAt']}" if result["receiptAt"] else ""
     if result["ok"]:
-        return f"ok: {checked} verified{against}"
-    lines = [f"MISMATCH{against} ({checked} checked):"]
-    for p in result["problems"]:
-        if not p["threadId"]:  # the receipt's own, or the database's
-            lines.append(f"  {p['what']}")
-            continue
-        where = f"thread {p['threadId']}"
-        if p["runId"]:
-            where += f" run {p['runId']}"
-        if p["seq"] is not None:
-            where += f" seq {p['seq']}"
-        lines.append(f"  {where}: {p['what']}")
+        lines = [f"ok: {checked} verified{against}"]
+    else:
+        lines = [f"MISMATCH{against} ({checked} checked):"]
+        lines += [f"  {_where(p)}{p['what']}" for p in result["problems"]]
+    sanctioned = result.get("sanctioned") or []
+    if sanctioned:
+        lines.append("changed since the receipt by sanctioned actions:")
+        lines += [f"  {_where(p)}{p['what']}" for p in sanctioned]
     return "\n".join(lines)
+
+
+def _where(p: dict[str, Any]) -> str:
+    if not p["threadId"]:  # the receipt's own, or the database's
+        return ""
+    where = f"thread {p['threadId']}"
+    if p["runId"]:
+        where += f" run {p['runId']}"
+    if p["seq"] is not None:
+        where += f" seq {p['seq']}"
+    return where + ": "
 
 
 async def receipt(context: Context) -> int:
