@@ -261,7 +261,20 @@ def parse_age(text: str) -> float:
         number = float("nan")
     if unit is None or not number >= 0 or number == float("inf"):
         raise ConfigError(f"{text!r} is not an age: a number and s, m, h, d or w (e.g. 90d)")
+    if number * unit > _MAX_AGE:
+        raise ConfigError(f"{text!r} is past any age a record can have (at most 1000 years)")
     return number * unit
+
+
+_MAX_AGE = 1000 * 365.25 * 86400  # (a cut-off before year 1 is no date)
+
+
+def retention_age(text: str) -> float:
+    """A retention's age: as ``parse_age``, and more than 0 (0 would purge every thread)."""
+    age = parse_age(text)
+    if age <= 0:
+        raise ConfigError(f"a retention of {text!r} would purge every thread: give an age over 0")
+    return age
 
 
 class Settings(BaseSettings):
@@ -351,14 +364,14 @@ class Settings(BaseSettings):
     @classmethod
     def _retention(cls, value: str | None) -> str | None:
         if value is not None:
-            parse_age(value)
+            retention_age(value)
         return value
 
     @field_validator("retention_agents")
     @classmethod
     def _retention_agents(cls, value: dict[str, str]) -> dict[str, str]:
         for age in value.values():
-            parse_age(age)
+            retention_age(age)
         return value
 
     # Search: closed runs are indexed by a background task, polling this often (seconds);

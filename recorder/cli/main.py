@@ -38,6 +38,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         _silence_stdout()
         return 0
+    except OSError as exc:  # a file given (--out, an input) that cannot be written or read
+        where = f"{exc.filename}: " if exc.filename else ""
+        sys.stderr.write(f"recorder: {where}{exc.strerror or exc}\n")
+        return 2
     except KeyboardInterrupt:
         return 130
 

@@ -125,7 +125,9 @@ async def test_the_audit_log_lists_forks_imports_and_purges(
     fork = next(a for a in log["actions"] if a["target"] == "t2-r1")
     assert fork["detail"]["threadId"] == "t2-branch"
     done = await run_main("purge", "--thread", "nope", "--db", recorded.db)
-    assert done.code == 0 and "nope: no such thread" in done.out
+    # An erasure that named a thread it did not erase did not do its job.
+    assert done.code == 2 and "nope: no such thread" in done.out
+    assert done.err == "not purged: nope\n"
     done = await run_main("audit", "log", "--db", recorded.db, "--json", "--limit", "1")
     (latest,) = json.loads(done.out)["actions"]
     assert (latest["actor"], latest["action"], latest["target"]) == ("cli", "purge", "nope")
@@ -133,12 +135,34 @@ async def test_the_audit_log_lists_forks_imports_and_purges(
     assert done.code == 0 and "import" in done.out and "purge" not in done.out
 
 
-@pytest.mark.parametrize("args", [("purge",), ("purge", "--older-than", "x")])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("purge",),
+        ("purge", "--older-than", "x"),
+        ("purge", "--older-than", "99999999999d", "--dry-run"),
+        # --retention applies the settings: a selection beside it would be ignored.
+        ("purge", "--retention", "--thread", "t1"),
+        ("purge", "--retention", "--agent", "demo", "--dry-run"),
+    ],
+)
 async def test_a_purge_that_names_nothing_usable_is_refused(
     recorded: Recorded, args: tuple[str, ...]
 ) -> None:
     done = await run_main(*args, "--db", recorded.db)
-    assert done.code == 2 and done.err.startswith("recorder: ")
+    assert done.code == 2 and done.err.startswith("recorder: ") and "Traceback" not in done.err
+    assert (await recorded.http.get("/threads/t1")).status_code == 200
+
+
+async def test_a_file_that_cannot_be_written_is_one_line(
+    recorded: Recorded, tmp_path: Path
+) -> None:
+    missing = str(tmp_path / "no" / "such" / "dir" / "f.json")
+    for args in (("audit", "receipt"), ("export",)):
+        done = await run_main(*args, "--db", recorded.db, "--out", missing)
+        assert done.code == 2, (args, done.err)
+        assert done.err.endswith(f"recorder: {missing}: No such file or directory\n")
+        assert "Traceback" not in done.err
 
 
 async def test_forks_and_imports_through_the_database_are_recorded_as_the_cli(

@@ -136,6 +136,11 @@ async def log(context: Context) -> int:
 
 async def purge(context: Context) -> int:
     args = context.args
+    if args.retention and (args.thread or args.older_than or args.agent or args.reason):
+        raise InputError(
+            "--retention applies the retention settings: it takes no --thread, "
+            "--older-than, --agent or --reason"
+        )
     async with context.backend() as backend:
         if args.retention:
             results = await backend.retention(dry_run=args.dry_run)
@@ -154,6 +159,11 @@ async def purge(context: Context) -> int:
             results = [await backend.purge(body)]
     answers = [result.to_json() for result in results]
     context.out.data(answers if args.retention else answers[0], lambda: _purge_text(answers))
+    left = [t for answer in answers for t in (*answer["skipped"], *answer["missing"])]
+    if left:
+        # An erasure that did not erase a thread it named did not do its job.
+        context.out.note(f"not purged: {', '.join(left)}")
+        return 2
     return 0
 
 
