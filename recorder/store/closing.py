@@ -73,7 +73,13 @@ def then_close(append: Body[T], closes: Sequence[Closing], dialect: str = "sqlit
     result = yield from append
     for close in closes:
         yield from set_status(
-            close.run_id, close.status, close.outcome, close.error, close.violations, close.summary
+            close.run_id,
+            close.status,
+            close.outcome,
+            close.error,
+            close.violations,
+            close.summary,
+            close.finished_at,
         )
     return result
 
@@ -95,8 +101,9 @@ def set_status(
     error: str | None,
     violations: list[dict[str, object]] | None,
     summary: str | None,
+    finished_at: float | None = None,
 ) -> Body[None]:
-    values = _status_values(status, outcome, error, violations)
+    values = _status_values(status, outcome, error, violations, finished_at)
     text = None if summary is None else without_nul(summary)
     assignments = ", ".join(f"{column} = ?" for column in values)
     if status not in TERMINAL:
@@ -274,14 +281,18 @@ def mark_incomplete(
 
 
 def _status_values(
-    status: str, outcome: str | None, error: str | None, violations: list[dict[str, object]] | None
+    status: str,
+    outcome: str | None,
+    error: str | None,
+    violations: list[dict[str, object]] | None,
+    finished_at: float | None = None,
 ) -> dict[str, Any]:
     """The run columns ``set_status`` writes."""
     if status not in STATUSES:
         raise InputError(f"unknown run status {status!r}")
     values: dict[str, Any] = {"status": status}
     if status in TERMINAL:
-        values["finished_at"] = time.time()
+        values["finished_at"] = time.time() if finished_at is None else finished_at
     if outcome is not None:
         values["outcome"] = without_nul(outcome)
     if error is not None:

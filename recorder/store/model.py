@@ -72,6 +72,9 @@ class Closing:
     violations: list[dict[str, object]] | None = None
     # The thread's summary, kept in the same transaction.
     summary: str | None = None
+    # When it ended (epoch seconds); None: now. Given by an import, which keeps the times
+    # it was exported with.
+    finished_at: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

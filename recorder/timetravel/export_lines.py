@@ -37,6 +37,7 @@ class RunLines:
     error: str | None
     violations: list[dict[str, object]]
     event_count: int | None
+    finished_at: float | None = None
     events: list[NewEvent] = field(default_factory=list)
     next_seq: int = 0  # the seq the next event line must have
 
@@ -83,6 +84,7 @@ def run_lines(line: dict[str, Any], number: int) -> RunLines:
         error=check.text("error"),
         violations=violations,
         event_count=check.integer("eventCount", low=0),
+        finished_at=check.time("finishedAt"),
     )
 
 

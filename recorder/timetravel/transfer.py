@@ -167,6 +167,7 @@ def _run_line(run: Run) -> dict[str, Any]:
         "parentSeq": run.parent_seq,
         "parentInferred": run.parent_inferred,
         "createdAt": run.created_at,
+        "finishedAt": run.finished_at,
         "violations": run.violations,
         "eventCount": run.event_count,
         **_bytes_field("input", run.input),
@@ -303,11 +304,21 @@ async def _write(
     batches = [(run_id, events[i : i + _BATCH]) for i in range(0, len(events), _BATCH)]
     closes = []
     if run.status != RUNNING:
-        closes.append(Closing(run_id, run.status, run.outcome, run.error, run.violations))
+        closes.append(
+            Closing(
+                run_id,
+                run.status,
+                run.outcome,
+                run.error,
+                run.violations,
+                finished_at=run.finished_at,
+            )
+        )
     if not batches and not closes:
         return
     try:
-        if batches:
+        if batches or run.finished_at is not None:
+            # (A run of no events too: its close keeps its end time only this way.)
             await store.append_batches(batches, closes)
         else:
             await store.set_status(
