@@ -39,13 +39,14 @@ from recorder.errors import (
 from recorder.proxy.committer import GroupCommitter
 from recorder.proxy.legs import AgentLeg, Answer, HttpLeg
 from recorder.proxy.recording import LeftOpen, RunRecording
-from recorder.proxy.request import message_texts, parse_run_input
+from recorder.proxy.request import parse_run_input
 from recorder.proxy.segments import recorder_error
 from recorder.proxy.upstream import UpstreamClient
 from recorder.redaction import Redactor
 from recorder.store import Closing, EventStore, NewEvent, NewRun, Redacted
 from recorder.store.model import RECORDER
 from recorder.telemetry import NO_OBSERVER, Observer, RunEnd, RunWatch
+from recorder.wire.said import message_texts
 from recorder.wire.sse import encode_frame
 
 _RELAY_LIMIT = 1 << 20  # bytes of a non-stream answer relayed to the client

@@ -82,20 +82,3 @@ def forwarded_headers(headers: Mapping[str, str], settings: Settings) -> dict[st
     out["content-type"] = "application/json"
     out["accept"] = "text/event-stream"  # the recorder records SSE; never ask for protobuf
     return out
-
-
-def message_texts(posted: Mapping[str, Any]) -> list[str]:
-    """The text of the posted messages, for searching threads by what was said."""
-    texts: list[str] = []
-    messages = posted.get("messages")
-    for message in messages if isinstance(messages, list) else []:
-        content = message.get("content") if isinstance(message, dict) else None
-        if isinstance(content, str):
-            texts.append(content + "\n")
-        elif isinstance(content, list):
-            texts.extend(
-                p["text"] + "\n"
-                for p in content
-                if isinstance(p, dict) and isinstance(p.get("text"), str)
-            )
-    return texts

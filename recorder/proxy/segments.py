@@ -32,9 +32,9 @@ from recorder.store.model import RECORDER, UPSTREAM
 from recorder.wire.events import decode
 from recorder.wire.ids import id_problem
 from recorder.wire.jsontext import well_formed
+from recorder.wire.said import SUMMARY_LIMIT
 from recorder.wire.sse import encode_frame
 
-SUMMARY_LIMIT = 20_000  # characters of a thread's text kept for searching it
 _STATUS = {"interrupt": "interrupted", "cancelled": "cancelled", "error": "error"}
 # A NewEvent made without the named tuple's generated ``__new__`` (a third of the cost):
 # the proxy makes one per streamed event. Every field given, in order.

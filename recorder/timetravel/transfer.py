@@ -30,6 +30,9 @@ from recorder.timetravel.export_lines import (
     parse_line,
     run_lines,
 )
+from recorder.wire.events import decode
+from recorder.wire.jsontext import well_formed
+from recorder.wire.said import Said, run_summary
 
 _BATCH = 1000
 _BUSY = 15.0  # seconds: a running run with a heartbeat this fresh has a writer
@@ -251,6 +254,49 @@ async def import_lines(
     return report
 
 
+async def rebuild_summaries(store: EventStore, redactor: Redactor | None) -> int:
+    """Each thread's summary (derived data) built again from its latest run, when that run
+    has closed (a running one's recorder writes it when it closes); the number rebuilt."""
+    count = 0
+    for thread_id in await _all_threads(store, None):
+        thread = await store.get_thread(thread_id)
+        if thread.latest_run_id is None:
+            continue
+        run = await store.get_run(thread.latest_run_id)
+        if run.status == RUNNING:
+            continue
+        said = Said(decode(run.input) if run.input is not None else None)
+        done = -1
+        while not said.full:
+            page = await store.read_events(run.run_id, gt=done, limit=_BATCH)
+            if not page:
+                break
+            for event in page:
+                said.feed(event.payload)
+            done = page[-1].seq
+        text = said.text()
+        if text is not None:
+            await store.set_summary(thread_id, _kept(text, redactor))
+            count += 1
+    return count
+
+
+def _kept(text: str, redactor: Redactor | None) -> str:
+    """A summary's text as it is kept: redacted as a whole (a secret split across deltas
+    is whole in it)."""
+    return well_formed(redactor.text(text) if redactor is not None else text)
+
+
+async def _summary(store: EventStore, run: RunLines, redactor: Redactor | None) -> str | None:
+    """The thread's summary as the proxy keeps it (what its latest run said), when the run
+    is its thread's latest: searching threads by text finds imported ones."""
+    if (await store.get_thread(run.run.thread_id)).latest_run_id != run.run.run_id:
+        return None
+    posted = decode(run.run.input) if run.run.input is not None else None
+    text = run_summary(posted, (event.payload for event in run.events))
+    return None if text is None else _kept(text, redactor)
+
+
 def _redact(run: RunLines, redactor: Redactor) -> None:
     """The run's input and events as the proxy would have stored them."""
     if run.run.input is not None:
@@ -311,6 +357,7 @@ async def _write(
                 run.outcome,
                 run.error,
                 run.violations,
+                summary=await _summary(store, run, redactor),
                 finished_at=run.finished_at,
             )
         )
@@ -327,6 +374,7 @@ async def _write(
                 outcome=run.outcome,
                 error=run.error,
                 violations=run.violations,
+                summary=closes[0].summary if closes else None,
             )
     except BaseException:
         if existing is None and owner is not None:

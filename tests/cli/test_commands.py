@@ -288,7 +288,10 @@ async def test_rebuild_drops_and_builds_checkpoints_to_the_same_answers(tmp_path
     finally:
         await store.close()
     done = await run_main("rebuild", "--db", url)
-    assert (done.code, done.out) == (0, f"rebuilt the checkpoints of 1 runs in {url}\n")
+    assert (done.code, done.out) == (
+        0,
+        f"rebuilt the checkpoints of 1 runs and the summaries of 0 threads in {url}\n",
+    )
     store = await open_store(url)
     try:
         seqs = [s for (s,) in await raw_sql(store, "SELECT seq FROM checkpoints ORDER BY seq")]

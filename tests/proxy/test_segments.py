@@ -5,7 +5,8 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from recorder.proxy.segments import SUMMARY_LIMIT, Segment, SegmentPhase, Summary
+from recorder.proxy.segments import Segment, SegmentPhase, Summary
+from recorder.wire.said import SUMMARY_LIMIT
 from recorder.wire.sse import FrameSplitter
 
 

@@ -7,9 +7,11 @@ from recorder.cli.demo import run_demo
 from recorder.cli.local import describe_database, open_database
 from recorder.cli.parser import Commands
 from recorder.cli.serve import serve as serve_forever
+from recorder.redaction import Redactor
 from recorder.store import EventStore, open_store
 from recorder.store.model import RUNNING
 from recorder.timetravel.history import History, rebuild_checkpoints
+from recorder.timetravel.transfer import rebuild_summaries
 
 
 def register(commands: Commands) -> None:
@@ -69,16 +71,23 @@ async def migrate(context: Context) -> int:
 
 
 async def rebuild(context: Context) -> int:
-    """Checkpoints are derived data: dropped, then built again from the log, run by run
-    (every closed run; a running one gets its checkpoints when it closes)."""
+    """Checkpoints and threads' summaries are derived data: built again from the log,
+    checkpoints run by run (every closed run; a running one gets its checkpoints when it
+    closes), summaries from each thread's latest closed run."""
     settings = context.settings()
     store = await open_database(settings.db, create=False)
+    rules = settings.redaction
     try:
         history = History(store, checkpoint_every=settings.checkpoint_every)
         count = await rebuild_checkpoints(history, await _closed_runs(store))
+        redactor = Redactor.from_config(rules) if rules.rules else None
+        summaries = await rebuild_summaries(store, redactor)
     finally:
         await store.close()
-    context.out.line(f"rebuilt the checkpoints of {count} runs in {describe_database(settings.db)}")
+    context.out.line(
+        f"rebuilt the checkpoints of {count} runs and the summaries of {summaries} threads "
+        f"in {describe_database(settings.db)}"
+    )
     return 0
 
 
