@@ -72,7 +72,7 @@ def translated(failure: Failure | None, duplicate: str | None = None) -> Recorde
     if failure is Failure.COLLISION:
         return Conflict("a concurrent write collided with this one; nothing was written")
     if failure is Failure.APPEND_ONLY:
-        return AppendOnlyViolation("recorded events are append-only")
+        return AppendOnlyViolation("recorded events and posted inputs are append-only")
     if failure is Failure.UNUSABLE_VALUE:
         return InputError(
             "a value the database cannot take (text with a NUL character, a number out of range)"

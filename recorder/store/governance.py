@@ -246,12 +246,14 @@ def rewrite_inputs(
             kept_as_they_are[run_id] = whole_or_tree(run.input or b"")
     old_roots = {bytes(kept[r][0]) for r in inputs if kept[r][0] is not None}
     now = time.time()
+    yield Sanction("rewrite"), ()  # (the inputs' own triggers refuse any other UPDATE)
     for run_id, (whole, tree) in [*inputs.items(), *kept_as_they_are.items()]:
         if tree is not None:
             yield from insert_chunks(tree)
         yield REWRITE_INPUT, (whole, None if tree is None else tree.root, now, run_id)
         if run_id in inputs:
             yield from search.forget_run(dialect, run_id)
+    yield Sanction("rewrite", on=False), ()
     yield DROP_THREAD_CHECKPOINTS, (thread_id,)
     yield from _collect_chunks(old_roots, dialect)
     return len(inputs)

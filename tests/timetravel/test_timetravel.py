@@ -353,8 +353,9 @@ async def test_history_queries_and_errors(recorded: Any) -> None:
         f"{rec}/agents/demo/connect", json={"threadId": "never", "runId": "x"}
     )
     assert (empty.status_code, empty.content) == (200, b"")
-    bad = await client.post(f"{rec}/agents/demo/connect", content=b"[]")
-    assert bad.status_code == 422 and "threadId" in bad.json()["detail"]
+    as_json = {"content-type": "application/json"}
+    bad = await client.post(f"{rec}/agents/demo/connect", content=b"[]", headers=as_json)
+    assert bad.status_code == 422 and "JSON object" in bad.json()["detail"]
     assert (
         await client.post(f"{rec}/agents/nope/connect", json={"threadId": "t8"})
     ).status_code == 404

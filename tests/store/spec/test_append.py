@@ -171,3 +171,23 @@ async def test_the_database_refuses_to_change_or_remove_events(store: EventStore
         with pytest.raises(REFUSED, match="events are append-only"):
             await raw_sql(store, "TRUNCATE events CASCADE")
     assert [e.payload for e in await store.read_events("r1")] == [b'{"original":true}']
+
+
+async def test_the_database_refuses_to_change_or_remove_posted_inputs(store: EventStore) -> None:
+    posted = b'{"messages":[{"id":"u","role":"user","content":"delete my file"}]}'
+    await store.create_run(NewRun("r1", "t1", input=posted))
+    for sql in (
+        "UPDATE run_inputs SET input = NULL",
+        "UPDATE run_inputs SET rewritten_at = 1",
+        "DELETE FROM run_inputs",
+    ):
+        with pytest.raises(REFUSED, match="posted inputs are append-only"):
+            await raw_sql(store, sql)
+    if "postgresql" in store.url:
+        with pytest.raises(REFUSED, match="posted inputs are append-only"):
+            await raw_sql(store, "TRUNCATE run_inputs")
+    assert (await store.get_run("r1")).input == posted
+    # The sanctioned rewrite still replaces it.
+    changed = posted.replace(b"delete my file", b"[REDACTED]")
+    assert await store.rewrite_inputs("t1", {"r1": changed}) == 1
+    assert (await store.get_run("r1")).input == changed
