@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 from recorder.cli.commands import GROUPS
 from recorder.cli.context import Context
+from recorder.cli.output import visible
 from recorder.cli.parser import build_parser
 from recorder.errors import RecorderError
 
@@ -33,7 +34,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             code: int = runner.run(args.handler(Context(args)))
             return code
     except RecorderError as exc:
-        sys.stderr.write(f"recorder: {exc}\n")
+        sys.stderr.write(f"recorder: {visible(str(exc))}\n")
         return 2
     except BrokenPipeError:
         _silence_stdout()

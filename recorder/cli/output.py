@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -9,6 +10,23 @@ from typing import Any
 from pydantic import BaseModel
 
 from recorder.wire.jsontext import dump
+
+
+# What a terminal would act on rather than show: C0 controls but newline and tab, DEL, C1,
+# and the marks that reorder text (bidirectional overrides and isolates).
+_UNSHOWN = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def visible(text: str) -> str:
+    """``text`` for a terminal: what recorded traffic holds (escape sequences that recolour,
+    clear or retitle it, a carriage return that overwrites a line, text reversed) is shown
+    as an escape (``\\x1b``, ``\\u202e``), not acted on."""
+    return _UNSHOWN.sub(_escape, text)
+
+
+def _escape(found: re.Match[str]) -> str:
+    code = ord(found.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
 def json_text(value: Any, *, indent: bool = True) -> str:
@@ -26,8 +44,9 @@ class Output:
         self.verbose = verbose
 
     def data(self, value: Any, text: Callable[[], str]) -> None:
-        """The answer: ``value`` as JSON with ``--json``, else ``text()``."""
-        self.line(json_text(value) if self.json else text())
+        """The answer: ``value`` as JSON with ``--json``, else ``text()`` (shown as text:
+        ``visible``)."""
+        self.line(json_text(value) if self.json else visible(text()))
 
     def line(self, text: str) -> None:
         sys.stdout.write(text + "\n")
@@ -39,7 +58,7 @@ class Output:
 
     def note(self, text: str) -> None:
         """Said on stderr, whatever the flags (stdout stays the answer alone)."""
-        sys.stderr.write(text + "\n")
+        sys.stderr.write(visible(text) + "\n")
 
     def detail(self, text: str) -> None:
         """Said on stderr with ``-v`` only."""

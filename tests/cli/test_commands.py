@@ -323,3 +323,34 @@ async def test_fork_takes_the_point_as_state_does(recorded: Recorded) -> None:
     end = await run_main("fork", *asked, "--db", recorded.db)
     assert at.code == 0 and seq.out == at.out
     assert seq.out != end.out  # (the point is taken, not the run's end)
+
+
+async def test_recorded_text_never_drives_the_terminal(tmp_path: Path) -> None:
+    from recorder.store import NewEvent, NewRun, open_store
+
+    url = f"sqlite+aiosqlite:///{tmp_path}/r.db"
+    said = "paint \x1b[31mred\x1b[0m, \u202eevil\u202c\rover"
+    store = await open_store(url, migrate=True)
+    try:
+        posted = json.dumps({"messages": [{"id": "u", "role": "user", "content": said}]})
+        await store.create_run(NewRun("r", "t", "a", input=posted.encode()))
+        frames = [
+            {"type": "RUN_STARTED", "threadId": "t", "runId": "r"},
+            {"type": "TEXT_MESSAGE_START", "messageId": "m", "role": "assistant"},
+            {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": said},
+            {"type": "TEXT_MESSAGE_END", "messageId": "m"},
+            {"type": "RUN_FINISHED", "threadId": "t", "runId": "r"},
+        ]
+        await store.append("r", [NewEvent(json.dumps(f).encode(), f["type"]) for f in frames])
+        await store.set_status("r", "finished", summary=said)
+    finally:
+        await store.close()
+    for args in (("show", "t"), ("state", "t"), ("history", "t"), ("search", "paint")):
+        done = await run_main(*args, "--db", url)
+        assert done.code == 0, (args, done.err)
+        for unseen in ("\x1b", "\u202e", "\u202c", "\r"):
+            assert unseen not in done.out, (args, unseen)
+        assert "\\x1b[31mred" in done.out and "\\u202eevil" in done.out, args
+    # JSON stays JSON: a program reading it gets the text as recorded.
+    done = await run_main("state", "t", "--db", url, "--json")
+    assert json.loads(done.out)["messages"][0]["content"] == said
