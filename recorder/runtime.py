@@ -75,6 +75,7 @@ class Runtime:
         self._tasks: list[asyncio.Task[None]] = []
         self._to_checkpoint: asyncio.Queue[str] = asyncio.Queue()
         self._owns_store = False
+        self._stopped = False
         self._stop_metrics: Callable[[], None] | None = None
 
     @classmethod
@@ -124,6 +125,10 @@ class Runtime:
         return await self.store.mark_incomplete(stale_before=stale, exclude_owner=self.owner)
 
     async def close(self) -> None:
+        """Stop its work and close what it opened; once (a second call does nothing)."""
+        if self._stopped:
+            return
+        self._stopped = True
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:

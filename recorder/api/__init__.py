@@ -187,27 +187,36 @@ def proxied_agent(scope: Scope) -> str | None:
     return name if name and "/" not in name else None
 
 
-def create_app(settings: Settings | None = None, *, store: EventStore | None = None) -> RecorderApp:
-    settings = settings or Settings()
+def served(settings: Settings) -> Settings:
+    """The settings as the server runs with them: with ``demo_agent``, the built-in demo
+    agent (mounted at ``/demo-agent/``) is the agent ``demo``."""
     if settings.demo_agent and "demo" not in settings.agents:
-        settings = settings.model_copy(
-            update={
-                "agents": {
-                    **settings.agents,
-                    "demo": AgentConfig(url=f"http://{_local(settings)}/demo-agent/"),
-                }
-            }
-        )
+        local = AgentConfig(url=f"http://{_local(settings)}/demo-agent/")
+        return settings.model_copy(update={"agents": {**settings.agents, "demo": local}})
+    return settings
+
+
+def create_app(
+    settings: Settings | None = None,
+    *,
+    store: EventStore | None = None,
+    runtime: Runtime | None = None,
+) -> RecorderApp:
+    """The app; its ``Runtime`` started with the server (or ``runtime``, started already:
+    ``recorder serve`` starts it first, so that what stops a start is one line, not a
+    server's traceback), closed when the server stops."""
+    settings = served(settings or Settings())
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        runtime = app.state.runtime = await Runtime.start(settings, store)
-        SERVER.info("recorder started", extra={"fields": started_fields(runtime)})
+        started = runtime if runtime is not None else await Runtime.start(settings, store)
+        app.state.runtime = started
+        SERVER.info("recorder started", extra={"fields": started_fields(started)})
         try:
             yield
         finally:
-            live = len(runtime.proxy.active)
-            await runtime.close()
+            live = len(started.proxy.active)
+            await started.close()
             SERVER.info("recorder stopped", extra={"fields": {"live_runs_closed": live}})
 
     app = RecorderApp(

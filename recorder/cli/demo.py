@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import shlex
+import socket
 import sys
 import uuid
 from pathlib import Path
@@ -15,26 +16,46 @@ import orjson
 
 from recorder.cli.local import describe_database
 from recorder.cli.render import thread_text, threads_table, transcript
-from recorder.cli.serve import free_port, make_server
+from recorder.cli.serve import listen, make_server
 from recorder.client import AsyncRecorderClient
 from recorder.config import AgentConfig, Settings
 from recorder.errors import RecorderError
 from recorder.models import ForkOptions, ForkPlan
+from recorder.runtime import Runtime
 
 
 async def run_demo(settings: Settings, *, keep_serving: bool = False) -> int:
-    port = settings.port if keep_serving and settings.port else free_port()
-    settings = settings.model_copy(update={"port": port, "host": "127.0.0.1", "demo_agent": True})
-    settings = settings.model_copy(
-        update={
-            "agents": {
-                **settings.agents,
-                "demo": AgentConfig(url=f"http://127.0.0.1:{port}/demo-agent/"),
+    # The port, then the database, then the server: what stops any of them is one line,
+    # and a port taken leaves no database behind.
+    sock = listen("127.0.0.1", settings.port if keep_serving and settings.port else 0)
+    try:
+        port = sock.getsockname()[1]
+        settings = settings.model_copy(
+            update={"port": port, "host": "127.0.0.1", "demo_agent": True}
+        )
+        settings = settings.model_copy(
+            update={
+                "agents": {
+                    **settings.agents,
+                    "demo": AgentConfig(url=f"http://127.0.0.1:{port}/demo-agent/"),
+                }
             }
-        }
-    )
-    server = make_server(settings)
-    task = asyncio.create_task(server.serve())
+        )
+        runtime = await Runtime.start(settings)
+        try:
+            return await _serve_demo(settings, runtime, sock, keep_serving)
+        finally:
+            await runtime.close()
+    finally:
+        sock.close()
+
+
+async def _serve_demo(
+    settings: Settings, runtime: Runtime, sock: socket.socket, keep_serving: bool
+) -> int:
+    port = settings.port
+    server = make_server(settings, runtime=runtime)
+    task = asyncio.create_task(server.serve(sockets=[sock]))
     base = f"http://127.0.0.1:{port}"
     try:
         while not server.started:

@@ -11,7 +11,6 @@ from pydantic import BaseModel
 
 from recorder.wire.jsontext import dump
 
-
 # What a terminal would act on rather than show: C0 controls but newline and tab, DEL, C1,
 # and the marks that reorder text (bidirectional overrides and isolates).
 _UNSHOWN = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")

@@ -16,12 +16,12 @@ import socket
 
 import uvicorn
 
-from recorder.api import create_app
+from recorder.api import create_app, served
 from recorder.cli.local import describe_database
 from recorder.config import Settings
 from recorder.errors import RecorderError
 from recorder.proxy.journaled import recover
-from recorder.runtime import open_server_store
+from recorder.runtime import Runtime, open_server_store
 from recorder.store import EventStore
 from recorder.telemetry.logs import configure as configure_logging
 
@@ -91,9 +91,11 @@ def settle_heap() -> None:
     gc.set_threshold(YOUNG_COLLECTION, older, oldest)
 
 
-def make_server(settings: Settings, store: EventStore | None = None) -> uvicorn.Server:
+def make_server(
+    settings: Settings, store: EventStore | None = None, runtime: Runtime | None = None
+) -> uvicorn.Server:
     config = uvicorn.Config(
-        create_app(settings, store=store),
+        create_app(settings, store=store, runtime=runtime),
         host=settings.host,
         port=settings.port,
         # The recorder logs its own start, stop and requests (``access_log``).
@@ -116,7 +118,13 @@ async def serve(settings: Settings) -> None:
             if settings.journal:
                 # Before the server: a damaged journal stops the start with a plain error.
                 await recover(settings, store)
-            await _run(make_server(settings, store), settings, sock)
+            # Before the server too: what stops it (a metrics address taken, a journal
+            # directory that cannot be written) is one line, not a server's traceback.
+            runtime = await Runtime.start(served(settings), store)
+            try:
+                await _run(make_server(settings, store, runtime), settings, sock)
+            finally:
+                await runtime.close()
         finally:
             await store.close()
     finally:

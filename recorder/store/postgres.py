@@ -22,6 +22,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import create_async_engine
 from sqlalchemy.pool import NullPool
 
+from recorder.errors import StoreUnavailable
 from recorder.store.errors import Failure
 from recorder.store.migrations import upgrade
 from recorder.store.statements import (
@@ -80,9 +81,19 @@ class PostgresDatabase:
 
     @classmethod
     async def open(cls, url: str) -> PostgresDatabase:
-        pool = await asyncpg.create_pool(
-            _with_driver(url, "postgresql"), min_size=1, max_size=_POOL_SIZE, reset=_no_reset
-        )
+        try:
+            pool = await asyncpg.create_pool(
+                _with_driver(url, "postgresql"), min_size=1, max_size=_POOL_SIZE, reset=_no_reset
+            )
+        except (
+            asyncpg.InvalidCatalogNameError,
+            asyncpg.InvalidAuthorizationSpecificationError,
+        ) as exc:
+            # Said with what it is about (never the password): who starts it can act on it.
+            raise StoreUnavailable(f"cannot open PostgreSQL {_where(url)}: {exc}") from exc
+        except OSError as exc:
+            reason = exc.strerror or str(exc)
+            raise StoreUnavailable(f"cannot connect to PostgreSQL {_where(url)}: {reason}") from exc
         database = cls(url, pool)
         try:
             await database._find_functions()
@@ -340,3 +351,9 @@ class _EventRecord(asyncpg.Record):
     payload = property(lambda self: self[5])
     recorded_at = property(lambda self: self[6])
     origin = property(lambda self: self[7])
+
+
+def _where(url: str) -> str:
+    """The server, user and database a URL names, without its password."""
+    parts = make_url(url)
+    return f"database {parts.database!r} at {parts.host}:{parts.port or 5432} as {parts.username!r}"

@@ -105,8 +105,13 @@ class SQLiteDatabase:
             database = cls(url, writer, SQLiteReaders(path))
         try:
             await writer.run(_ready, transaction=False)
-        except BaseException:
+        except BaseException as exc:
             await database.close()
+            if path is not None and isinstance(exc, sqlite3.Error):
+                # Said with the file it is about: who opens it can act on that.
+                raise StoreUnavailable(
+                    f"cannot open SQLite database {path!r}: {_why(exc)}"
+                ) from exc
             raise
         return database
 
@@ -370,3 +375,15 @@ def _migrate(conn: sqlite3.Connection) -> None:
 
 def _begin_immediate(migrating: Connection) -> None:
     migrating.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+def _why(exc: sqlite3.Error) -> str:
+    """Why a file could not be opened as a database, in a few words."""
+    code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
+    if code == sqlite3.SQLITE_NOTADB:
+        return "the file is not a SQLite database"
+    if code == sqlite3.SQLITE_CANTOPEN:
+        return "it cannot be opened (a directory, or no permission to read and write it)"
+    if code == sqlite3.SQLITE_BUSY:
+        return "another process holds it locked"
+    return str(exc)

@@ -159,6 +159,20 @@ async def test_serve_says_listening_once_bound_and_fails_in_one_line(tmp_path: P
         assert done.code == 2 and done.out == ""
         assert done.err.startswith(f"recorder: cannot listen on 127.0.0.1:{port}: ")
         assert done.err.count("\n") == 1 and "in use" in done.err
+        # What stops the recorder's own start: one line too, exit 2 (was uvicorn's
+        # traceback and its exit 3).
+        a_file = tmp_path / "a-file"
+        a_file.write_text("")
+        for setting, said in [
+            ({"RECORDER_METRICS_ADDRESS": "nope"}, "metrics_address must be HOST:PORT"),
+            ({"RECORDER_METRICS_ADDRESS": f"127.0.0.1:{port}"}, f"127.0.0.1:{port}"),
+            ({"RECORDER_JOURNAL_DIR": str(a_file)}, "cannot write the journal"),
+        ]:
+            env = clean_env(**setting)
+            done = await recorder("serve", "--port", str(free_port()), "--db", db, env=env)
+            assert done.code == 2 and done.out == "", (setting, done.err)
+            assert done.err.startswith("recorder: ") and said in done.err, (setting, done.err)
+            assert "Traceback" not in done.err, setting
 
     port = free_port()
     proc = await asyncio.create_subprocess_exec(
@@ -247,9 +261,23 @@ async def test_the_demo_hints_work_as_printed(tmp_path: Path) -> None:
 async def test_errors_are_one_line(tmp_path: Path) -> None:
     done = await run_main("fold", str(tmp_path / "missing.json"))
     assert done.code == 2 and "cannot read" in done.err and "Traceback" not in done.err
-    done = await recorder("threads", "--db", "postgresql+asyncpg://postgres@127.0.0.1:1/x")
+    done = await recorder("threads", "--db", "postgresql+asyncpg://postgres:pw@127.0.0.1:1/x")
     assert done.code == 2 and "Traceback" not in done.err
-    assert "unavailable" in done.err.lower() or "unreachable" in done.err.lower()
+    # What the database's trouble is, and which one (never its password).
+    assert done.err == (
+        "recorder: cannot connect to PostgreSQL database 'x' at 127.0.0.1:1 as 'postgres': "
+        "Connection refused\n"
+    )
+    not_a_database = tmp_path / "notes.txt"
+    not_a_database.write_text("hello")
+    for path, why in [
+        (not_a_database, "the file is not a SQLite database"),
+        (tmp_path, "it cannot be opened"),
+    ]:
+        done = await run_main("threads", "--db", f"sqlite+aiosqlite:///{path}")
+        assert done.code == 2 and done.err.startswith(
+            f"recorder: cannot open SQLite database '{path}': {why}"
+        ), done.err
     done = await run_main("threads", "--db", "mysql://nope")
     assert done.code == 2 and "unsupported database URL" in done.err
     done = await run_main("serve", "--agent", "no-equals-sign")
