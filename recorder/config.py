@@ -360,6 +360,14 @@ class Settings(BaseSettings):
     retention_agents: dict[str, str] = Field(default_factory=dict)
     retention_interval: Annotated[float, Field(gt=0)] = 3600.0
 
+    @field_validator("db")
+    @classmethod
+    def _db(cls, value: str) -> str:
+        # A plain path (``recorder.db``, ``/data/recorder.db``) names a SQLite file.
+        if value and "://" not in value and not value.startswith("sqlite"):
+            return f"sqlite+aiosqlite:///{value}"
+        return value
+
     @field_validator("retention")
     @classmethod
     def _retention(cls, value: str | None) -> str | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Mapping
 from contextlib import asynccontextmanager
 from types import TracebackType
@@ -408,6 +409,8 @@ class AsyncRecorderClient:
         path = _target(thread_id, run_id) + "/score"
         if value is None:
             response = await self._send("DELETE", path)
+        elif not math.isfinite(value):  # (JSON has no NaN nor infinity to send it as)
+            raise InputError("a score must be a finite number")
         else:
             response = await self._send("PUT", path, json={"value": value, "author": author})
         return _validated(ThreadAnnotations, response.content)

@@ -382,3 +382,50 @@ async def test_recorded_text_never_drives_the_terminal(tmp_path: Path) -> None:
     # JSON stays JSON: a program reading it gets the text as recorded.
     done = await run_main("state", "t", "--db", url, "--json")
     assert json.loads(done.out)["messages"][0]["content"] == said
+
+
+async def test_what_a_script_meets_does_not_surprise_it(recorded: Recorded, tmp_path: Path) -> None:
+    db, url = recorded.db, recorded.url
+    # A fork whose agent cannot be reached is recorded, and the command says it failed.
+    gone = f"demo=http://127.0.0.1:{free_port()}/"
+    done = await run_main("fork", "t2-r1", "--run-id", "f-gone", "--db", db, "--agent", gone)
+    assert done.code == 2 and "upstream_unreachable" in done.out, done.err
+    assert "the forked run ended in an error" in done.err
+    assert (await recorded.http.get("/runs/f-gone")).json()["status"] == "error"
+    # --thread naming the parent's thread is a fork on it, as threadId is for the API.
+    done = await run_main("fork", "t2-r1", "--thread", "t2", "--dry-run", "--db", db, "--json")
+    assert done.code == 0, done.err
+    plan = json.loads(done.out)
+    assert (plan["strategy"], plan["threadId"]) == ("same-thread", "t2")
+    # A score JSON cannot carry is refused alike through the server and the database.
+    for where in (("--url", url, "--token", TOKEN), ("--db", db)):
+        for value in ("nan", "inf"):
+            done = await run_main("score", "t1", value, *where)
+            assert done.code == 2 and "finite number" in done.err, (where, done.err)
+    # An export that fails leaves the file it was to write as it was.
+    kept = tmp_path / "keep.jsonl"
+    kept.write_text("precious\n")
+    done = await run_main("export", "nope", "--out", str(kept), "--db", db)
+    assert done.code == 2 and kept.read_text() == "precious\n"
+    assert not [p.name for p in tmp_path.iterdir() if p.name.endswith(".partial")]
+    done = await run_main("export", "t1", "--out", str(kept), "--db", db)
+    assert done.code == 0 and kept.read_text().startswith('{"kind":"run"')
+    # A database named by its path, as the README's examples name it.
+    if db.startswith("sqlite+aiosqlite:///"):
+        path = db.removeprefix("sqlite+aiosqlite:///")
+        done = await run_main("threads", "--db", path, "--json")
+        assert done.code == 0 and json.loads(done.out)["threads"], done.err
+
+
+async def test_a_token_s_table_loads_whatever_its_name() -> None:
+    import tomllib
+
+    for name in ("support-ui", "bad name", 'a"b', "ü", "ok-name.v2"):
+        done = await run_main("token", "new", "--name", name, "--agent", 'x"y')
+        assert done.code == 0, done.err
+        table = "\n".join(done.out.splitlines()[1:])
+        loaded = tomllib.loads(table)["tokens"]
+        assert list(loaded) == [name] and loaded[name]["agents"] == ['x"y']
+    assert (await run_main("token", "new", "--name", "")).code == 2
+    done = await recorder("token", "hash", stdin=b"one\ntwo\n")
+    assert done.code == 2 and "2 lines were given" in done.err

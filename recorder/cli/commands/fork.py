@@ -24,6 +24,7 @@ from recorder.cli.parser import Commands
 from recorder.cli.render import point_text
 from recorder.errors import InputError
 from recorder.models import ForkOptions, ForkPlan
+from recorder.wire.events import decode
 
 
 def register(commands: Commands) -> None:
@@ -77,10 +78,11 @@ def fork_options(args: argparse.Namespace) -> ForkOptions:
         "messages": list(args.message),
         "run_id": args.run_id or f"run-{uuid.uuid4().hex}",
     }
-    if args.thread is not None:
+    if args.thread:
+        # Where a named thread is decides (the parent's: the same thread), as for the API.
+        fields["thread_id"] = args.thread
+    elif args.thread is not None:
         fields["strategy"] = "new-thread"
-        if args.thread:
-            fields["thread_id"] = args.thread
     if args.same_thread:
         fields["strategy"] = "same-thread"
     if args.state is not None:
@@ -141,6 +143,12 @@ async def fork(context: Context) -> int:
         # Posted with the planned thread, the fork goes where its plan said.
         planned = options.model_dump(by_alias=False, exclude_unset=True)
         planned["thread_id"] = plan.thread_id
-        await write_stream(context.out, backend.fork(args.run, _options(planned)))
+        last = await write_stream(context.out, backend.fork(args.run, _options(planned)))
     context.out.note(f"forked run {options.run_id} {where_it_went(plan)}")
+    ended = decode(last) if last is not None else None
+    if ended is not None and ended.get("type") == "RUN_ERROR":
+        # Recorded, but the branch's run failed (its agent unreachable, say): a script
+        # that forks must not take it for a branch that answered.
+        context.out.note(f"the forked run ended in an error: {ended.get('message', '')}")
+        return 2
     return 0

@@ -42,17 +42,21 @@ async def replay(context: Context) -> int:
     return 0
 
 
-async def write_stream(out: Output, events: AsyncIterator[StreamedEvent]) -> None:
-    """SSE exactly as the stream sent it (``id:`` lines kept), or its events as JSON lines.
+async def write_stream(out: Output, events: AsyncIterator[StreamedEvent]) -> bytes | None:
+    """SSE exactly as the stream sent it (``id:`` lines kept), or its events as JSON lines;
+    the last event's data (None for none).
 
     The stream is closed here, whatever stops the writing (a reader that closed the pipe):
     left to the collector, its connection would be closed after the loop is gone."""
+    last = None
     try:
         async for event in events:
             if out.json:
                 out.raw(event.data.replace(b"\n", b" ") + b"\n")
             else:
                 out.raw(encode_frame(event.data, event.id))
+            last = event.data
+        return last
     finally:
         close = getattr(events, "aclose", None)
         if close is not None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import re
 import secrets
 import sys
 
@@ -33,12 +35,18 @@ async def token(context: Context) -> int:
     """``new``: a random token (shown once) and its hash. ``hash``: the hash of the token read
     from stdin (not an argument: it would stay in the shell's history)."""
     args = context.args
+    if not args.name:
+        raise InputError("--name must not be empty")
     if args.action == "new":
         value = secrets.token_urlsafe(32)
     else:
-        value = sys.stdin.readline().strip()
-        if not value:
-            raise InputError("token hash reads the token from stdin; none was given")
+        lines = [line.strip() for line in sys.stdin.read().splitlines() if line.strip()]
+        if len(lines) != 1:
+            raise InputError(
+                "token hash reads one token from stdin; "
+                + ("none was given" if not lines else f"{len(lines)} lines were given")
+            )
+        value = lines[0]
     digest = hash_token(value)
     scopes = args.scope or ["read"]
     table = {"hash": digest, "scopes": scopes, **({"agents": args.agent} if args.agent else {})}
@@ -51,12 +59,18 @@ async def token(context: Context) -> int:
 
 def _text(name: str, value: str | None, table: dict[str, object]) -> str:
     lines = [f"token: {value}  (shown once; the recorder keeps only its hash)"] if value else []
-    lines.append(f"[tokens.{name}]")
+    lines.append(f"[tokens.{_key(name)}]")
     lines += [f"{key} = {_toml(item)}" for key, item in table.items()]
     return "\n".join(lines)
 
 
+def _key(name: str) -> str:
+    """A TOML key: bare when it may be, else quoted (a dot or a space would make another)."""
+    return name if re.fullmatch(r"[A-Za-z0-9_-]+", name) else _toml(name)
+
+
 def _toml(value: object) -> str:
+    """A string (or a list of them) as TOML: JSON's escapes are TOML's basic string's."""
     if isinstance(value, list):
-        return "[" + ", ".join(f'"{v}"' for v in value) + "]"
-    return f'"{value}"'
+        return "[" + ", ".join(map(_toml, value)) + "]"
+    return json.dumps(str(value), ensure_ascii=False)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -35,9 +36,19 @@ async def export(context: Context) -> int:
             async for line in lines:
                 context.out.raw(line)
             return 0
-        with open(args.out, "wb") as out:
-            async for line in lines:
-                out.write(line)
+        # Into a file beside it, renamed over it once whole: an export that fails (a
+        # thread unknown, the server gone) leaves what --out named as it was.
+        target = Path(args.out)
+        partial = target.with_name(f".{target.name}.{os.getpid()}.partial")
+        try:
+            with partial.open("wb") as out:
+                async for line in lines:
+                    out.write(line)
+            partial.replace(target)
+        except OSError as exc:  # said of the file named, not of the one beside it
+            raise OSError(exc.errno, exc.strerror, str(target)) from exc
+        finally:
+            partial.unlink(missing_ok=True)
     return 0
 
 
