@@ -15,6 +15,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 import orjson
 from fastapi import FastAPI
+from fastapi.responses import Response
 from starlette.datastructures import Headers
 from starlette.middleware.cors import CORSMiddleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -266,6 +267,12 @@ def create_app(
             return JSON({**health, "status": "degraded", "journal": journal.health()})
         await runtime.store.max_position()
         return JSON({**health, "status": "ok"})
+
+    @app.head("/healthz", include_in_schema=False)
+    async def healthz_head() -> Response:
+        """What many uptime probes send: the status of ``GET /healthz``, without its body."""
+        answer = await healthz()
+        return Response(status_code=answer.status_code, media_type="application/json")
 
     document_proxy(app)
     if settings.demo_agent:

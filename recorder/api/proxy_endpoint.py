@@ -17,7 +17,6 @@ import asyncio
 import contextlib
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import quote
 
 import orjson
 from starlette.datastructures import Headers
@@ -32,7 +31,7 @@ from recorder.api.access import (
     visible_thread,
 )
 from recorder.api.deps import TOO_DEEP, internal_error, status_for
-from recorder.api.views import RELAY_HEADERS, SSE_HEADERS
+from recorder.api.views import RELAY_HEADERS, SSE_HEADERS, header_value
 from recorder.errors import BodyTooLarge, Forbidden, ThreadNotFound
 from recorder.proxy.legs import AgentLeg
 from recorder.proxy.proxy import Relay, Stream
@@ -121,7 +120,8 @@ async def serve_run(
         await send_whole(send, status, orjson.dumps(answer), "application/json", extra)
         return
     if isinstance(result, Relay):
-        await send_whole(send, result.status, result.body, result.content_type, _RELAY_HEAD)
+        head = [*_RELAY_HEAD, (b"x-recorder-run-id", header_value(result.run_id))]
+        await send_whole(send, result.status, result.body, result.content_type, head)
     else:
         await stream(receive, send, result, runtime.settings.client_write_timeout, head_sent)
 
@@ -267,13 +267,6 @@ async def stream(
             await result.chunks.aclose()  # type: ignore[attr-defined]
         if result.leave is not None:
             result.leave()  # (closing a generator that never started runs none of it)
-
-
-def header_value(text: str) -> bytes:
-    """``text`` as a header value: as is when printable ASCII, else percent-encoded."""
-    if text.isascii() and text.isprintable():
-        return text.encode()
-    return quote(text, safe="").encode()
 
 
 OPENAPI: dict[str, Any] = {

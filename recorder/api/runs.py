@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Header, Query
+from typing import Annotated
+
+from fastapi import APIRouter, Body, Header, Query
 from fastapi.responses import Response
 
 from recorder.api.access import (
@@ -13,8 +15,15 @@ from recorder.api.access import (
     visible_run,
 )
 from recorder.api.deps import RuntimeDep
-from recorder.api.proxy_endpoint import header_value
-from recorder.api.views import ERRORS, JSON, SSE_HEADERS, EventStream, proxied_response, stream_doc
+from recorder.api.views import (
+    ERRORS,
+    JSON,
+    SSE_HEADERS,
+    EventStream,
+    header_value,
+    proxied_response,
+    stream_doc,
+)
 from recorder.errors import InputError, NotFound
 from recorder.models import (
     EventPage,
@@ -138,10 +147,15 @@ async def run_stream(
     },
 )
 async def fork_run(
-    run_id: str, body: ForkBody, runtime: RuntimeDep, principal: PrincipalDep
+    run_id: str,
+    runtime: RuntimeDep,
+    principal: PrincipalDep,
+    body: Annotated[ForkBody | None, Body()] = None,
 ) -> Response:
     """Fork a new run from a point of this one (or from the turn of an edited or regenerated
-    message), into a new thread or on the parent's, by the fork's strategy."""
+    message), into a new thread or on the parent's, by the fork's strategy. No body: a
+    fork at the run's end, with every option as its default."""
+    body = body if body is not None else ForkBody.model_validate({})
     agents = runtime.settings.agents
     await visible_run(runtime, principal, run_id)
     request = fork_request(body)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from typing import Any
+from urllib.parse import quote
 
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from starlette.types import Message, Receive, Scope, Send
@@ -71,6 +72,13 @@ class JSONLines(StreamingResponse):
 RELAY_HEADERS = {"content-security-policy": "sandbox", "x-content-type-options": "nosniff"}
 
 
+def header_value(text: str) -> bytes:
+    """``text`` as a header value: as is when printable ASCII, else percent-encoded."""
+    if text.isascii() and text.isprintable():
+        return text.encode()
+    return quote(text, safe="").encode()
+
+
 def proxied_response(result: Relay | Stream) -> Response:
     """What ``Proxy.start`` returned, as a route's answer (the fork route's, say)."""
     if isinstance(result, Relay):
@@ -78,9 +86,10 @@ def proxied_response(result: Relay | Stream) -> Response:
             result.body,
             status_code=result.status,
             media_type=result.content_type,
-            headers=RELAY_HEADERS,
+            headers={**RELAY_HEADERS, "x-recorder-run-id": header_value(result.run_id).decode()},
         )
-    return EventStream(result.chunks, headers={**SSE_HEADERS, "x-recorder-run-id": result.run_id})
+    run_id = header_value(result.run_id).decode()
+    return EventStream(result.chunks, headers={**SSE_HEADERS, "x-recorder-run-id": run_id})
 
 
 def _error(description: str) -> dict[str, Any]:

@@ -59,6 +59,7 @@ class Relay:
     status: int
     body: bytes
     content_type: str
+    run_id: str  # the run recorded with the error
 
 
 @dataclass(frozen=True, slots=True)
@@ -262,14 +263,14 @@ class Proxy:
                     + "; redirects are not followed: set the agent's URL to where it points"
                 )
                 await self._fail_early(run, error, "upstream_redirect", watch)
-                return Relay(502, orjson.dumps({"detail": error}), "application/json")
+                return Relay(502, orjson.dumps({"detail": error}), "application/json", run.run_id)
             if response.status >= 300:
                 error = f"upstream answered HTTP {response.status}: {_excerpt(payload)}"
                 await self._fail_early(run, error, "upstream_http_error", watch)
-                return Relay(response.status, payload, content_type or "text/plain")
+                return Relay(response.status, payload, content_type or "text/plain", run.run_id)
             error = f"upstream answered content type {content_type!r}, not text/event-stream"
             await self._fail_early(run, error, "upstream_bad_content_type", watch)
-            return Relay(502, orjson.dumps({"detail": error}), "application/json")
+            return Relay(502, orjson.dumps({"detail": error}), "application/json", run.run_id)
         recording = prepared[0] if prepared else RunRecording(self, run, [], watch)
         recording.attach(response)
         if streaming is not None:

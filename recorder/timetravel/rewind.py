@@ -115,7 +115,8 @@ def _message_at(
     found = messages[index].get("role")
     if found == role:
         return
-    kind = f"an {found}" if str(found)[:1] in ("a", "e", "i", "o", "u") else f"a {found}"
+    # ("an assistant", "a user": by the sound, which "u" of "user" is not)
+    kind = f"an {found}" if str(found)[:1] in ("a", "e", "i", "o") else f"a {found}"
     if role == "user":
         raise InputError(
             f"message {message_id!r} is {kind} message: only user messages are edited "

@@ -226,6 +226,21 @@ async def test_connect_names_what_is_wrong_with_its_input(sqlite_url: str) -> No
             assert plain.status_code == 415 and "application/json" in plain.json()["detail"]
 
 
+async def test_a_probe_s_head_and_a_fork_with_no_body(sqlite_url: str) -> None:
+    async with demo_upstream() as up, recorder_at(sqlite_url, {"demo": up}) as rec:
+        async with httpx.AsyncClient(base_url=rec, timeout=30) as client:
+            head = await client.head("/healthz")
+            assert head.status_code == 200 and head.content == b""
+            await post_run(client, "/agents/demo", {"threadId": "h", "runId": "h1"})
+            # No body: a fork at the run's end, every option its default.
+            forked = await client.post("/runs/h1/fork")
+            assert forked.status_code == 200, forked.text
+            assert b"RUN_FINISHED" in forked.content
+            run_id = forked.headers["x-recorder-run-id"]
+            run = (await client.get(f"/runs/{run_id}")).json()
+            assert (run["parentRunId"], run["parentSeq"]) == ("h1", None)
+
+
 async def test_cors_only_for_the_origins_configured(sqlite_url: str) -> None:
     page = "http://localhost:3000"
     preflight = {"origin": page, "access-control-request-method": "POST"}

@@ -299,8 +299,10 @@ async def test_an_agent_s_error_is_relayed_and_its_redirect_named(
         serving(scripted_upstream(scripts)) as up,
         recorder_at(db_url, {"fails": f"{up}/fails", "moved": f"{up}/moved"}) as rec,
     ):
-        status, _frames, raw = await post_stream(f"{rec}/agents/fails", run_input("t", "e1"))
-        assert (status, raw) == (500, page.encode())  # relayed as it came
+        async with httpx.AsyncClient(timeout=30, trust_env=False) as client:
+            relayed = await client.post(f"{rec}/agents/fails", json=run_input("t", "e1"))
+        assert (relayed.status_code, relayed.content) == (500, page.encode())  # as it came
+        assert relayed.headers["x-recorder-run-id"] == "e1"  # (recorded, with its error)
         status, _frames, raw = await post_stream(f"{rec}/agents/moved", run_input("t", "e2"))
         assert status == 502
         detail = orjson.loads(raw)["detail"]
