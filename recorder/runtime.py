@@ -178,12 +178,19 @@ class Runtime:
 
     async def _retain(self) -> None:
         """Purge what the retention settings say is too old: now, then every interval.
-        Each pass is in the audit log (actor ``retention``), with a tombstone per purge."""
+        Each pass that purged something is in the audit log (actor ``retention``), with a
+        tombstone per purge, and in the server's log."""
         while True:
             try:
-                await apply_retention(self.store, self.settings)
+                results = await apply_retention(self.store, self.settings)
             except Exception:
                 SERVER.exception("retention pass failed")
+            else:
+                purged = [t["threadId"] for result in results for t in result["threads"]]
+                if purged:
+                    events = sum(result["events"] for result in results)
+                    fields = {"threads": len(purged), "events": events}
+                    SERVER.info("retention purged", extra={"fields": fields})
             await asyncio.sleep(self.settings.retention_interval)
 
 

@@ -94,6 +94,9 @@ class PurgeResult(Model):
     events: int
     skipped: list[str]
     missing: list[str]
+    # Threads forked from the purged ones (at any depth) and not purged: their posted
+    # inputs hold copies of what the purged threads said. Erasing that takes them too.
+    forks: list[str] = []
 
 
 class AuditAction(Model):

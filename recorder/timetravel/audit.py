@@ -328,12 +328,39 @@ async def purge(
         detail["updatedBefore"] = _iso(chosen.updated_before)
     if chosen.agent is not None:
         detail["agent"] = chosen.agent
-    async with audited(store, actor, "purge", target, detail) as noted:
-        report = await store.purge(chosen, actor=actor, reason=reason, dry_run=dry_run)
-        noted.update(
-            {"tombstone": report.tombstone, "threads": len(report.threads), "events": report.events}
-        )
-    return purge_view(report)
+    # The threads forked from those purged, read before the purge clears their links.
+    listed = await store.purge(chosen, actor=actor, reason=reason, dry_run=True)
+    forks = await _forks_left(store, [t.thread_id for t in listed.threads])
+    if actor == RETENTION and not dry_run and not listed.threads:
+        # A pass with nothing to purge (most of them): no entry in the audit log.
+        report = await store.purge(chosen, actor=actor, reason=reason, dry_run=False)
+    else:
+        async with audited(store, actor, "purge", target, detail) as noted:
+            report = await store.purge(chosen, actor=actor, reason=reason, dry_run=dry_run)
+            noted.update(
+                {
+                    "tombstone": report.tombstone,
+                    "threads": len(report.threads),
+                    "events": report.events,
+                }
+            )
+    purged = {t.thread_id for t in report.threads}
+    return {**purge_view(report), "forks": [f for f in forks if f not in purged]}
+
+
+async def _forks_left(store: EventStore, thread_ids: list[str]) -> list[str]:
+    """The threads forked from these, at any depth, not among them: the posted inputs of
+    their first runs hold what these said (a fork carries its history), so a purge of
+    these alone does not erase it from the log."""
+    chosen = set(thread_ids)
+    found: list[str] = []
+    queue = list(thread_ids)
+    while queue:
+        for fork in await store.list_forks(queue.pop()):
+            if fork.thread_id not in chosen and fork.thread_id not in found:
+                found.append(fork.thread_id)
+                queue.append(fork.thread_id)
+    return found
 
 
 def retention_selections(settings: Settings, now: float) -> list[PurgeSelection]:

@@ -133,6 +133,14 @@ async def test_the_audit_log_lists_forks_imports_and_purges(
     assert (latest["actor"], latest["action"], latest["target"]) == ("cli", "purge", "nope")
     done = await run_main("audit", "log", "--db", recorded.db, "--action", "import")
     assert done.code == 0 and "import" in done.out and "purge" not in done.out
+    # A dry run is in the log as one: it changed nothing.
+    done = await run_main("purge", "--thread", "t1", "--dry-run", "--db", recorded.db)
+    assert done.code == 0 and "would delete 1 threads" in done.out
+    done = await run_main("audit", "log", "--db", recorded.db, "--limit", "2")
+    dry, real = done.out.splitlines()
+    assert " purge (dry) " in dry and " purge " in real and "(dry)" not in real
+    done = await run_main("audit", "log", "--db", recorded.db, "--action", "nothing-like-it")
+    assert done.out == "no actions match\n"
 
 
 @pytest.mark.parametrize(

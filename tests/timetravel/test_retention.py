@@ -10,7 +10,8 @@ import pytest
 from recorder.config import Settings, load_settings, parse_age
 from recorder.errors import ConfigError
 from recorder.runtime import Runtime
-from recorder.store import EventStore, NewRun
+from recorder.store import EventStore, NewRun, PurgeSelection
+from recorder.timetravel import audit
 from recorder.timetravel.audit import apply_retention
 from tests.servers import eventually
 
@@ -56,6 +57,32 @@ async def test_retention_by_age_global_and_per_agent(store: EventStore) -> None:
     actions = await store.list_actions(action="purge")
     assert {a.actor for a in actions} == {"retention"}
     assert (await store.verify_chains()).ok
+    # A pass that finds nothing to purge leaves no entry (one an hour would bury the rest).
+    logged = len(await store.list_actions())
+    again = await apply_retention(store, settings)
+    assert [r["threads"] for r in again] == [[], [], []]
+    assert len(await store.list_actions()) == logged
+
+
+async def test_a_purge_names_the_forks_that_keep_copies(store: EventStore) -> None:
+    said = b'{"messages":[{"id":"u","role":"user","content":"my secret"}]}'
+    await store.create_run(NewRun("p1", "parent", "a", input=said))
+    await store.set_status("p1", "finished")
+    # A fork into a new thread, and a fork of that fork: each first input holds the history.
+    await store.create_run(NewRun("f1", "fork-1", "a", parent_run_id="p1", input=said))
+    await store.set_status("f1", "finished")
+    await store.create_run(NewRun("f2", "fork-2", "a", parent_run_id="f1", input=said))
+    await store.set_status("f2", "finished")
+    selection = PurgeSelection(thread_ids=("parent",))
+    dry = await audit.purge(store, selection, actor="cli", reason=None, dry_run=True)
+    assert dry["forks"] == ["fork-1", "fork-2"]
+    done = await audit.purge(store, selection, actor="cli", reason=None, dry_run=False)
+    assert [t["threadId"] for t in done["threads"]] == ["parent"]
+    assert done["forks"] == ["fork-1", "fork-2"]  # (read before the purge unlinked them)
+    both = PurgeSelection(thread_ids=("fork-1", "fork-2"))
+    assert (await audit.purge(store, both, actor="cli", reason=None, dry_run=True))["forks"] == []
+    logged = [(a.action, (a.detail or {}).get("dryRun")) for a in await store.list_actions()]
+    assert logged[:3] == [("purge", True), ("purge", False), ("purge", True)]
 
 
 def test_retention_settings_take_ages_and_refuse_others(monkeypatch: pytest.MonkeyPatch) -> None:

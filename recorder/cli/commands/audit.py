@@ -15,7 +15,7 @@ from recorder.cli.context import Context
 from recorder.cli.output import json_text
 from recorder.cli.parser import Commands
 from recorder.errors import InputError, NotFound
-from recorder.models import PurgeBody
+from recorder.models import AuditAction, PurgeBody
 
 
 def register(commands: Commands) -> None:
@@ -125,13 +125,21 @@ async def log(context: Context) -> int:
 
     def text() -> str:
         rows = [
-            f"{a.id:>6}  {a.at}  {a.actor:<10} {a.action:<8} {a.outcome:<6} {a.target or '-'}"
+            f"{a.id:>6}  {a.at}  {a.actor:<10} {_action(a):<13} {a.outcome:<6} {a.target or '-'}"
             for a in page.actions
         ]
-        return "\n".join(rows) if rows else "no actions recorded"
+        if rows:
+            return "\n".join(rows)
+        return "no actions match" if args.action or args.before else "no actions recorded"
 
     context.out.data(page, text)
     return 0
+
+
+def _action(action: AuditAction) -> str:
+    """The action's name; a dry run says so (it changed nothing)."""
+    dry = isinstance(action.detail, dict) and action.detail.get("dryRun") is True
+    return f"{action.action} (dry)" if dry else action.action
 
 
 async def purge(context: Context) -> int:
@@ -182,6 +190,12 @@ def _purge_text(results: list[dict[str, Any]]) -> str:
         ]
         lines += [f"  {t}: skipped, a run is still recording" for t in result["skipped"]]
         lines += [f"  {t}: no such thread" for t in result["missing"]]
+        forks = result.get("forks") or []
+        if forks:
+            lines.append(
+                f"  {len(forks)} threads forked from these hold copies of what they said "
+                f"(a fork carries its history): {', '.join(forks)}"
+            )
     return "\n".join(lines)
 
 
