@@ -51,9 +51,9 @@ def table(
     return "\n".join(lines)
 
 
-def threads_table(threads: Sequence[Thread]) -> str:
+def threads_table(threads: Sequence[Thread], *, filtered: bool = False) -> str:
     if not threads:
-        return "no threads recorded"
+        return "no threads match" if filtered else "no threads recorded"
     rows = [(t.thread_id, t.agent, t.run_count, t.latest_status, t.updated_at) for t in threads]
     return table(("THREAD", "AGENT", "RUNS", "STATUS", "UPDATED (UTC)"), rows, right=(2,))
 

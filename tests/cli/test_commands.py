@@ -429,3 +429,18 @@ async def test_a_token_s_table_loads_whatever_its_name() -> None:
     assert (await run_main("token", "new", "--name", "")).code == 2
     done = await recorder("token", "hash", stdin=b"one\ntwo\n")
     assert done.code == 2 and "2 lines were given" in done.err
+
+
+async def test_what_the_cli_says_when_it_finds_less_than_there_is(recorded: Recorded) -> None:
+    db = recorded.db
+    done = await run_main("threads", "--agent", "nobody", "--db", db)
+    assert (done.code, done.out) == (0, "no threads match\n")
+    # A history cut by --limit says so (stderr: stdout stays the answer).
+    done = await run_main("history", "t1", "--limit", "2", "--db", db)
+    assert done.code == 0 and "more boundaries: the newest 2 shown" in done.err
+    done = await run_main("history", "t1", "--limit", "1000", "--db", db)
+    assert done.code == 0 and done.err == ""
+    done = await run_main("audit", "verify", "nope", "--db", db)
+    assert done.code == 2 and done.err == "recorder: no thread or run 'nope'\n"
+    done = await run_main("audit", "verify", "t1", "--receipt", "r.json", "--db", db)
+    assert done.code == 2 and "give no ids with it" in done.err

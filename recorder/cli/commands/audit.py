@@ -53,6 +53,8 @@ def register(commands: Commands) -> None:
 
 async def verify(context: Context) -> int:
     args = context.args
+    if args.receipt and args.ids:
+        raise InputError("--receipt checks every thread the receipt names: give no ids with it")
     async with context.backend() as backend:
         if args.receipt:
             result = await backend.check_receipt(_read(args.receipt))
@@ -72,6 +74,10 @@ async def _threads_and_runs(backend: Backend, ids: list[str]) -> tuple[list[str]
         try:
             await backend.thread(name)
         except NotFound:
+            try:
+                await backend.run(name)
+            except NotFound:
+                raise NotFound(f"no thread or run {name!r}") from None
             runs.append(name)
         else:
             threads.append(name)

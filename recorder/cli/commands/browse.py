@@ -65,7 +65,10 @@ async def threads(context: Context) -> int:
             )
             found += page.threads
     answer = ThreadPage(threads=found, next_cursor=page.next_cursor)
-    context.out.data(answer, lambda: render.threads_table(answer.threads))
+    filtered = any(
+        (args.agent, args.status, args.since, args.until, args.search, args.tag, args.cursor)
+    )
+    context.out.data(answer, lambda: render.threads_table(answer.threads, filtered=filtered))
     if answer.next_cursor is not None and not context.out.json:
         context.out.note(f"more threads: --cursor {answer.next_cursor} (or --all)")
     return 0

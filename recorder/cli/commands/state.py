@@ -34,7 +34,13 @@ async def state(context: Context) -> int:
 async def history(context: Context) -> int:
     args = context.args
     async with context.backend() as backend:
-        checkpoints = await backend.history(args.thread, limit=args.limit)
+        # One more than asked: whether the list was cut (the API has no cursor for it).
+        asked = args.limit + 1 if 1 <= args.limit < 1000 else args.limit  # (1000: the most)
+        checkpoints = await backend.history(args.thread, limit=asked)
+    more = len(checkpoints) > args.limit
+    checkpoints = checkpoints[: args.limit]
     answer = ThreadHistory(thread_id=args.thread, checkpoints=checkpoints)
     context.out.data(answer, lambda: render.history_text(args.thread, checkpoints))
+    if more and not context.out.json:
+        context.out.note(f"more boundaries: the newest {args.limit} shown (--limit N for more)")
     return 0
