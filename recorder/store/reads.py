@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import math
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
@@ -519,6 +520,9 @@ def _encode_cursor(updated_at: float, thread_id: str) -> str:
 def _decode_cursor(cursor: str) -> tuple[float, str]:
     try:
         updated_at, thread_id = orjson.loads(base64.urlsafe_b64decode(cursor.encode()))
-        return float(updated_at), str(thread_id)
+        found = float(updated_at), str(thread_id)
     except Exception as exc:
         raise InputError(f"invalid cursor {cursor!r}") from exc
+    if not math.isfinite(found[0]) or "\x00" in found[1]:
+        raise InputError(f"invalid cursor {cursor!r}")  # (none this store gave)
+    return found

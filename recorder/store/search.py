@@ -14,6 +14,7 @@ newest first, then by document id; the cursor is that key, so pages never overla
 from __future__ import annotations
 
 import base64
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -298,6 +299,9 @@ def _encode(score: float, at: float, doc_id: int) -> str:
 def _decode(cursor: str) -> tuple[float, float, int]:
     try:
         score, at, doc_id = orjson.loads(base64.urlsafe_b64decode(cursor.encode()))
-        return float(score), float(at), int(doc_id)
+        found = float(score), float(at), int(doc_id)
     except Exception as exc:
         raise InputError(f"invalid cursor {cursor!r}") from exc
+    if not (math.isfinite(found[0]) and math.isfinite(found[1]) and 0 <= found[2] < 2**63):
+        raise InputError(f"invalid cursor {cursor!r}")  # (none this store gave)
+    return found
