@@ -444,3 +444,12 @@ async def test_what_the_cli_says_when_it_finds_less_than_there_is(recorded: Reco
     assert done.code == 2 and done.err == "recorder: no thread or run 'nope'\n"
     done = await run_main("audit", "verify", "t1", "--receipt", "r.json", "--db", db)
     assert done.code == 2 and "give no ids with it" in done.err
+
+
+async def test_replay_refuses_an_option_its_id_cannot_take(recorded: Recorded) -> None:
+    done = await run_main("replay", "t1", "--after", "3", "--db", recorded.db)
+    assert done.code == 2 and "--after resumes a run's stream" in done.err
+    done = await run_main("replay", "t1-r1", "--compact", "--db", recorded.db)
+    assert done.code == 2 and "--compact is for a thread's stream" in done.err
+    done = await run_main("replay", "t1-r1", "--after", "3", "--no-follow", "--db", recorded.db)
+    assert done.code == 0 and done.out.startswith("id: 4\n")

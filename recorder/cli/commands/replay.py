@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 from recorder.cli.context import Context
 from recorder.cli.output import Output
 from recorder.cli.parser import Commands
-from recorder.errors import NotFound
+from recorder.errors import InputError, NotFound
 from recorder.models import StreamedEvent
 from recorder.wire.sse import encode_frame
 
@@ -17,7 +17,7 @@ def register(commands: Commands) -> None:
         "replay", replay, "print a run's or a thread's stream as SSE", data=True, json=True
     )
     p.add_argument("id", help="a run id or a thread id")
-    p.add_argument("--after", type=int, default=-1, help="runs: resume after this seq")
+    p.add_argument("--after", type=int, help="runs: resume after this seq")
     p.add_argument("--compact", action="store_true", help="threads: snapshots only")
     p.add_argument(
         "--no-follow", action="store_true", help="stop at the end of what is recorded now"
@@ -35,9 +35,14 @@ async def replay(context: Context) -> int:
                 await backend.thread(args.id)
             except NotFound:
                 raise NotFound(f"no run or thread {args.id!r}") from None
+            if args.after is not None:
+                raise InputError(f"--after resumes a run's stream; {args.id!r} is a thread")
             events = backend.replay_thread(args.id, compact=args.compact, live=live)
         else:
-            events = backend.replay_run(args.id, after_seq=args.after, live=live)
+            if args.compact:
+                raise InputError(f"--compact is for a thread's stream; {args.id!r} is a run")
+            after = -1 if args.after is None else args.after
+            events = backend.replay_run(args.id, after_seq=after, live=live)
         await write_stream(context.out, events)
     return 0
 
