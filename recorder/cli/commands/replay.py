@@ -36,7 +36,9 @@ async def replay(context: Context) -> int:
             except NotFound:
                 raise NotFound(f"no run or thread {args.id!r}") from None
             if args.after is not None:
-                raise InputError(f"--after resumes a run's stream; {args.id!r} is a thread")
+                raise InputError(
+                    f"--after resumes a run's stream; {args.id!r} is a thread"
+                ) from None
             events = backend.replay_thread(args.id, compact=args.compact, live=live)
         else:
             if args.compact:
