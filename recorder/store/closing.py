@@ -34,7 +34,12 @@ _TAIL = (
     "ORDER BY seq DESC LIMIT 1)"
 )
 SEAL_RUN = Execute("UPDATE runs SET head = ?, seal = ? WHERE run_id = ?")
-SEAL_THREAD = Execute("UPDATE threads SET head = ?, sealed = ? WHERE thread_id = ?")
+# A run's close moves its thread's ``updated_at`` to when it ended (never back): a thread
+# is as recent as its last activity (``list_threads``' order, retention's age).
+SEAL_THREAD = Execute(
+    "UPDATE threads SET head = ?, sealed = ?, "
+    "updated_at = CASE WHEN updated_at < ? THEN ? ELSE updated_at END WHERE thread_id = ?"
+)
 # A summary equal to the one kept is not written again: PostgreSQL would keep a new copy
 # of a long one (its TOAST) on every run's close, the old one dead until vacuumed.
 SUMMARY_OF_RUN = Execute(
@@ -48,7 +53,8 @@ LOCK_THREAD_TO_CLOSE = Fetch(
     lock=True,
 )
 SEAL_THREAD_SUMMARY = Execute(
-    "UPDATE threads SET head = ?, sealed = ?, summary = ? WHERE thread_id = ?"
+    "UPDATE threads SET head = ?, sealed = ?, summary = ?, "
+    "updated_at = CASE WHEN updated_at < ? THEN ? ELSE updated_at END WHERE thread_id = ?"
 )
 CLOSE_IF_RUNNING = Fetch(
     "UPDATE runs SET status = ?, finished_at = ? WHERE run_id = ? AND status = ?" + _TAIL
@@ -151,10 +157,11 @@ def set_status(
             bytes(thread_head) if thread_head is not None else chain.thread_genesis(thread_id)
         )
         link = chain.run_link(previous, run_id, bytes(head))
+        ended = values["finished_at"]
         if renamed:
-            yield SEAL_THREAD_SUMMARY, (link, number, text, thread_id)
+            yield SEAL_THREAD_SUMMARY, (link, number, text, ended, ended, thread_id)
         else:
-            yield SEAL_THREAD, (link, number, thread_id)
+            yield SEAL_THREAD, (link, number, ended, ended, thread_id)
     elif renamed:
         yield SET_SUMMARY, (text, thread_id)
     yield NOTIFY, ()
@@ -177,12 +184,15 @@ _CLOSE_ALONE = (
     f"sha256(?::bytea || {_UTF8_ID.format('t.thread_id')} || ?::bytea)), "
     "seal = COALESCE(runs.seal, t.sealed + 1) FROM t WHERE runs.run_id = ? "
     "RETURNING runs.head AS head, runs.seal = t.sealed + 1 AS newly, t.sealed + 1 AS number, "
-    "t.head AS previous, t.thread_id AS thread_id, t.same AS same), "
+    "t.head AS previous, t.thread_id AS thread_id, t.same AS same, "
+    "runs.finished_at AS finished_at), "
     "u AS (UPDATE threads SET "
     "head = CASE WHEN r.newly THEN sha256(COALESCE(r.previous, "
     f"sha256(?::bytea || {_UTF8_ID.format('r.thread_id')})) || ?::bytea || r.head) "
     "ELSE threads.head END, "
     "sealed = CASE WHEN r.newly THEN r.number ELSE threads.sealed END, "
+    "updated_at = CASE WHEN r.newly THEN greatest(threads.updated_at, r.finished_at) "
+    "ELSE threads.updated_at END, "
     "summary = CASE WHEN ?::text IS NOT NULL AND r.same IS NOT TRUE THEN ?::text "
     "ELSE threads.summary END "
     "FROM r WHERE threads.thread_id = r.thread_id "
@@ -226,11 +236,11 @@ def close_alone(
     return int(closed) > 0
 
 
-def seal(run_id: str, thread: Sequence[Any], tail: Sequence[Any]) -> Body[None]:
+def seal(run_id: str, thread: Sequence[Any], tail: Sequence[Any], at: float) -> Body[None]:
     """Keep the closed run's head and chain it into its thread (``thread``: the thread's
     row from ``LOCK_THREAD_OF_RUN``, locked by the caller; ``tail``: the run's head and
-    last hash as its closing UPDATE returned them). A run sealed already is left as it is:
-    its place in the thread's chain is where it first closed."""
+    last hash as its closing UPDATE returned them; ``at``: when it ended). A run sealed
+    already is left as it is: its place in the thread's chain is where it first closed."""
     thread_id, thread_head, sealed = thread
     run_head, last = tail
     if run_head is not None:
@@ -239,7 +249,8 @@ def seal(run_id: str, thread: Sequence[Any], tail: Sequence[Any]) -> Body[None]:
     previous = bytes(thread_head) if thread_head is not None else chain.thread_genesis(thread_id)
     number = int(sealed) + 1
     yield SEAL_RUN, (head, number, run_id)
-    yield SEAL_THREAD, (chain.run_link(previous, run_id, head), number, thread_id)
+    link = chain.run_link(previous, run_id, head)
+    yield SEAL_THREAD, (link, number, at, at, thread_id)
 
 
 def set_summary(thread_id: str, summary: str) -> Body[None]:
@@ -273,7 +284,7 @@ def mark_incomplete(
         thread = yield LOCK_THREAD_OF_RUN, (run_id,)
         tail = yield CLOSE_IF_RUNNING, (INCOMPLETE, now, run_id, RUNNING)
         if tail and thread:
-            yield from seal(run_id, thread[0], tail[0])
+            yield from seal(run_id, thread[0], tail[0], now)
             closed.append(str(run_id))
     if closed:
         yield NOTIFY, ()

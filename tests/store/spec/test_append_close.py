@@ -126,3 +126,27 @@ async def test_many_runs_of_one_thread_close_at_once(store: EventStore) -> None:
     assert report.ok, report.problems
     assert sorted(run for run, _head in report.sealed["t1"]) == [f"r{n}" for n in range(8)]
     assert (await store.heads()).threads["t1"][1] == 8
+
+
+async def test_a_close_moves_its_thread_s_update_to_when_it_ended(store: EventStore) -> None:
+    # Every way a run closes: set_status (alone, and with a summary), with its last events
+    # (one round trip on PostgreSQL), by the reaper, and an import's given end time.
+    long_ago = 1_000_000.0
+    for n in range(4):
+        await store.create_run(NewRun(f"r{n}", f"t{n}", created_at=long_ago))
+    await store.set_status("r0", "finished")
+    await store.set_status("r1", "finished", summary="said")
+    await store.append_batches([("r2", [ev("{}")])], [Closing("r2", "finished")])
+    await store.mark_incomplete(owner=None, stale_before=None, exclude_owner=None)
+    for n in range(4):
+        run = await store.get_run(f"r{n}")
+        thread = await store.get_thread(f"t{n}")
+        assert run.finished_at is not None and thread.updated_at == run.finished_at, n
+    # An end given (an import's) moves it there, never back.
+    await store.create_run(NewRun("r4", "t4", created_at=long_ago))
+    ended = long_ago + 60
+    await store.append_batches([("r4", [ev("{}")])], [Closing("r4", "finished", finished_at=ended)])
+    assert (await store.get_thread("t4")).updated_at == ended
+    await store.create_run(NewRun("r5", "t4", created_at=long_ago + 120))
+    await store.append_batches([("r5", [])], [Closing("r5", "finished", finished_at=long_ago)])
+    assert (await store.get_thread("t4")).updated_at == long_ago + 120
