@@ -10,7 +10,7 @@ import pytest
 from recorder.store import NewEvent, NewRun, SearchFilter, open_store
 from recorder.timetravel.history import History
 from recorder.timetravel.indexing import Indexer
-from tests.cli.conftest import run_main
+from tests.cli.conftest import clean_env, recorder, run_main
 from tests.conftest import stored_chunks, stored_inputs
 
 SECRET = "alice@example.com"
@@ -79,11 +79,20 @@ async def test_redact_with_a_custom_pattern_and_bad_rules(db_url: str) -> None:
     done = await run_main("redact", "--rule", "word=hi+de", "--thread", "t2", "--db", db_url)
     assert done.code == 0, done.err
     assert b"[REDACTED:word]" in (await _payloads(db_url, "t2-r"))[2]
-    for bad in ("nosuchdetector", "broken=("):
+    for bad, said in [
+        ("nosuchdetector", "give one of email, phone, card, token, ip, builtin"),
+        ("broken=(", "pattern is not a regex"),
+    ]:
         done = await run_main("redact", "--rule", bad, "--db", db_url)
-        assert done.code == 2 and "--rule" in done.err and "Traceback" not in done.err
+        assert done.code == 2 and "--rule" in done.err and said in done.err, done.err
+        assert "Traceback" not in done.err and "Value error" not in done.err
     done = await run_main("redact", "--db", db_url)
     assert done.code == 2 and "--rule" in done.err
+    # It rewrites the database itself: a server named by RECORDER_URL is not where.
+    done = await recorder(
+        "redact", "--rule", "email", env=clean_env(RECORDER_URL="http://127.0.0.1:9")
+    )
+    assert done.code == 2 and "give --db URL" in done.err
 
 
 async def test_the_state_after_a_redaction_is_the_redacted_one(db_url: str) -> None:

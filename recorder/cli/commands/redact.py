@@ -53,7 +53,10 @@ def rules_from(names: list[str], configured: tuple[RedactionRule, ...]) -> list[
             else:
                 rules += RedactionConfig.model_validate({"rules": [name]}).rules
         except ValidationError as exc:
-            problem = exc.errors()[0]["msg"]
+            problem = str(exc.errors()[0]["msg"]).removeprefix("Value error, ")
+            if "=" not in name:  # an unknown name: say every kind of rule there is
+                known = ", ".join([*sorted(by_name), "email", "phone", "card", "token", "ip"])
+                problem = f"no such rule: give one of {known}, builtin (all five), or NAME=REGEX"
             raise InputError(f"--rule {name!r}: {problem}") from None
     return rules
 
@@ -62,6 +65,11 @@ async def redact(context: Context) -> int:
     args = context.args
     settings = context.settings()
     rules = rules_from(args.rule, settings.redaction.rules)
+    if settings.url and args.db is None:
+        raise InputError(
+            "redact rewrites the database itself (a sanctioned rewrite), not through a "
+            f"server: RECORDER_URL ({settings.url}) is set; give --db URL"
+        )
     store = await open_database(settings.db, create=False)
     try:
         history = History(store, checkpoint_every=settings.checkpoint_every)
