@@ -81,3 +81,14 @@ async def test_the_same_answers_both_ways(recorded: Recorded) -> None:
     assert saved["runs"]["t1-r2"]["notes"][0]["text"] == "checked"
     listed = (await run_main("threads", "--tag", "team:billing", *db)).out
     assert "t1" in listed and "t2" not in listed
+    # A note is removed as it was added, by the CLI, both ways.
+    note_id = saved["runs"]["t1-r2"]["notes"][0]["noteId"]
+    done = await run_main("note", "t2", "--remove", note_id, *db)
+    assert done.code == 2 and "has no note" in done.err  # (another thread's)
+    remote = ("--url", recorded.url, "--token", TOKEN)
+    done = await run_main("note", "t1", "--remove", note_id, *remote)
+    assert done.code == 0, done.err
+    saved = json.loads((await run_main("annotations", "t1", "--json", *db)).out)
+    assert "t1-r2" not in saved["runs"] or not saved["runs"]["t1-r2"]["notes"]
+    done = await run_main("tag", "t1", "a=1", "--remove", "a", *db)
+    assert done.code == 2 and "both set and removed" in done.err

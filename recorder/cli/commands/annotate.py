@@ -6,7 +6,7 @@ import argparse
 
 from recorder.cli.context import Context
 from recorder.cli.parser import Commands
-from recorder.errors import InputError
+from recorder.errors import InputError, NotFound
 from recorder.models import Annotated, ThreadAnnotations
 
 
@@ -16,10 +16,13 @@ def register(commands: Commands) -> None:
     p.add_argument("tags", nargs="*", metavar="KEY=VALUE", help="tags to set")
     p.add_argument("--remove", action="append", default=[], metavar="KEY", help="a tag to drop")
 
-    p = commands.add("note", note, "add a note to a thread or a run", data=True, json=True)
+    p = commands.add(
+        "note", note, "add a note to a thread or a run, or remove one", data=True, json=True
+    )
     target(p)
-    p.add_argument("text")
+    p.add_argument("text", nargs="?", help="the note (not with --remove)")
     p.add_argument("--author")
+    p.add_argument("--remove", metavar="NOTE_ID", help="remove this note of the thread")
 
     p = commands.add("score", score, "score a thread or a run", data=True, json=True)
     target(p)
@@ -46,6 +49,9 @@ async def tag(context: Context) -> int:
         if not separator or not key:
             raise InputError(f"a tag is KEY=VALUE, got {spec!r}")
         changes[key] = value
+    both = sorted(set(changes) & set(args.remove))
+    if both:
+        raise InputError(f"tag {both[0]!r} is both set and removed")
     changes.update(dict.fromkeys(args.remove))
     if not changes:
         raise InputError("give tags to set (KEY=VALUE) or to remove (--remove KEY)")
@@ -58,6 +64,19 @@ async def tag(context: Context) -> int:
 
 async def note(context: Context) -> int:
     args = context.args
+    if args.remove is not None:
+        if args.text is not None or args.author is not None or args.run is not None:
+            raise InputError("--remove NOTE_ID takes no text, --author or --run")
+        async with context.backend() as backend:
+            saved = await backend.annotations(args.thread)
+            notes = [*saved.notes, *(n for run in saved.runs.values() for n in run.notes)]
+            if all(n.note_id != args.remove for n in notes):
+                raise NotFound(f"thread {args.thread!r} has no note {args.remove!r}")
+            saved = await backend.remove_note(args.remove)
+        context.out.data(saved, lambda: annotations_text(saved))
+        return 0
+    if args.text is None:
+        raise InputError("give the note's text (or --remove NOTE_ID)")
     async with context.backend() as backend:
         await _check_run(backend, args)
         added = await backend.add_note(
