@@ -6,6 +6,7 @@ wide as their longest cell, so long ids never break them.
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -37,18 +38,39 @@ def cell(value: Any) -> str:
 def table(
     headers: Sequence[str], rows: Sequence[Sequence[Any]], *, right: Sequence[int] = ()
 ) -> str:
-    """Columns padded to their widest cell (the last one is left ragged)."""
+    """Columns padded to their widest cell (the last one is left ragged), measured in the
+    columns a terminal gives each character (two for CJK and emoji, none for a combining
+    mark)."""
     cells = [list(headers), *[[cell(v) for v in row] for row in rows]]
-    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
+    widths = [max(shown_width(row[i]) for row in cells) for i in range(len(headers))]
     lines = []
     for row in cells:
         parts = [
-            text.rjust(width) if i in right else text.ljust(width)
+            _pad(text, width, right=i in right)
             for i, (text, width) in enumerate(zip(row, widths, strict=True))
         ]
         parts[-1] = parts[-1].rstrip()
         lines.append("  ".join(parts).rstrip())
     return "\n".join(lines)
+
+
+def shown_width(text: str) -> int:
+    """How many terminal columns ``text`` takes."""
+    if text.isascii():
+        return len(text)
+    return sum(
+        0
+        if unicodedata.combining(ch) or unicodedata.category(ch) in ("Mn", "Me", "Cf")
+        else 2
+        if unicodedata.east_asian_width(ch) in ("W", "F")
+        else 1
+        for ch in text
+    )
+
+
+def _pad(text: str, width: int, *, right: bool) -> str:
+    fill = " " * (width - shown_width(text))
+    return fill + text if right else text + fill
 
 
 def threads_table(threads: Sequence[Thread], *, filtered: bool = False) -> str:
