@@ -87,6 +87,10 @@ class RecorderApp(FastAPI):
             if wanted is not None:
                 await serve_state(self.state.runtime, wanted, scope, receive, send)
                 return
+            if proxied_agent(scope) is not None:
+                body = orjson.dumps({"detail": "the proxy takes a RunAgentInput by POST"})
+                await send_whole(send, 405, body, "application/json", [(b"allow", b"POST")])
+                return
         try:
             await super().__call__(scope, receive, send)
         except Exception as exc:

@@ -231,6 +231,9 @@ async def test_a_probe_s_head_and_a_fork_with_no_body(sqlite_url: str) -> None:
         async with httpx.AsyncClient(base_url=rec, timeout=30) as client:
             head = await client.head("/healthz")
             assert head.status_code == 200 and head.content == b""
+            got = await client.get("/agents/demo")  # (a browser's address bar)
+            assert got.status_code == 405 and got.headers["allow"] == "POST"
+            assert "POST" in got.json()["detail"]
             await post_run(client, "/agents/demo", {"threadId": "h", "runId": "h1"})
             # No body: a fork at the run's end, every option its default.
             forked = await client.post("/runs/h1/fork")
