@@ -21,9 +21,22 @@ async def test_unsupported_url() -> None:
 
 
 async def test_unreachable_postgres_is_a_clear_error() -> None:
-    with pytest.raises(StoreUnavailable, match=r"^the database is unavailable$") as raised:
-        await open_store("postgresql+asyncpg://postgres@127.0.0.1:1/nothing")
+    # Which server, database and user (never the password), and why.
+    where = r"^cannot connect to PostgreSQL database 'nothing' at 127\.0\.0\.1:1 as 'postgres': "
+    with pytest.raises(StoreUnavailable, match=where) as raised:
+        await open_store("postgresql+asyncpg://postgres:secret@127.0.0.1:1/nothing")
+    assert "secret" not in str(raised.value)
     assert isinstance(raised.value.__cause__, OSError)  # the driver's detail, chained
+
+
+@pytest.mark.postgres
+async def test_a_missing_postgres_database_or_role_is_named(pg_url: str) -> None:
+    base = pg_url.rsplit("/", 1)[0]
+    with pytest.raises(StoreUnavailable, match=r"database \"no_such_db_xyz\" does not exist"):
+        await open_store(f"{base}/no_such_db_xyz")
+    other = base.replace("postgres@", "no_such_role_xyz@", 1)
+    with pytest.raises(StoreUnavailable, match=r"as 'no_such_role_xyz': role"):
+        await open_store(f"{other}/postgres")
 
 
 async def test_missing_sqlite_directory_is_a_clear_error() -> None:
@@ -34,7 +47,8 @@ async def test_missing_sqlite_directory_is_a_clear_error() -> None:
 async def test_a_file_that_is_no_database_is_unavailable(tmp_path: Path) -> None:
     path = tmp_path / "not.db"
     path.write_bytes(b"this is not a SQLite database, not even close" * 100)
-    with pytest.raises(StoreUnavailable, match=r"^the database is unavailable$") as raised:
+    said = f"^cannot open SQLite database '{path}': the file is not a SQLite database$"
+    with pytest.raises(StoreUnavailable, match=said) as raised:
         await open_store(f"sqlite+aiosqlite:///{path}", migrate=True)
     assert "not a database" in str(raised.value.__cause__)
 
