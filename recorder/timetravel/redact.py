@@ -70,7 +70,6 @@ async def redact_recorded(
     fold further), ``indexer`` the second (without it, the next pass of a recorder's
     indexer does)."""
     redactor = Redactor(rules)
-    label = ", ".join(rule.name for rule in rules)
     report = RedactReport()
     for thread_id in await _threads(store, list(thread_ids)):
         runs = await store.list_runs(thread_id)
@@ -96,7 +95,8 @@ async def redact_recorded(
                 would = {"runId": run.run_id, "threadId": thread_id, "rewritten": sorted(changed)}
                 report.runs.append({**would, "rules": sorted(fired)})
                 continue
-            why = f"redact ({label})" + (f": {reason}" if reason else "")
+            # The rules that fired here, not every rule given: the record says what it did.
+            why = f"redact ({', '.join(sorted(fired))})" + (f": {reason}" if reason else "")
             done = await rewrite(store, run.run_id, changed, actor=actor, reason=why)
             touched.add(run.run_id)
             report.runs.append({**done, "rules": sorted(fired)})

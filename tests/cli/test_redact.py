@@ -56,7 +56,9 @@ async def test_redact_rewrites_what_a_rule_matches_and_reseals(db_url: str) -> N
     assert found["events"] == 1 and [r["runId"] for r in found["runs"]] == ["t1-r"]
     assert await _payloads(db_url, "t1-r") == before  # a dry run changes nothing
 
-    done = await run_main("redact", "--rule", "email", "--reason", "erasure", "--db", db_url)
+    done = await run_main(
+        "redact", "--rule", "email", "--rule", "card", "--reason", "erasure", "--db", db_url
+    )
     assert done.code == 0, done.err
     assert "rewrote 1 events in 1 runs" in done.out
     after = await _payloads(db_url, "t1-r")
@@ -69,6 +71,13 @@ async def test_redact_rewrites_what_a_rule_matches_and_reseals(db_url: str) -> N
     done = await run_main("audit", "log", "--db", db_url, "--action", "rewrite", "--json")
     (action,) = json.loads(done.out)["actions"]
     assert (action["actor"], action["target"], action["outcome"]) == ("cli", "t1-r", "ok")
+    # The record's reason names the rules that fired there (card, given, did not).
+    store = await open_store(db_url)
+    try:
+        (record,) = await store.rewrites()
+        assert record.reason == "redact (email): erasure"
+    finally:
+        await store.close()
     # Nothing left to redact: a second pass rewrites nothing.
     done = await run_main("redact", "--rule", "email", "--db", db_url, "--json")
     assert json.loads(done.out)["events"] == 0
