@@ -96,14 +96,29 @@ def fork_options(args: argparse.Namespace) -> ForkOptions:
     return _options(fields)
 
 
+# The options' fields as this command's flags name them, in what it says of them.
+_FLAGS = {
+    "at_seq": "--at",
+    "messages": "--message",
+    "run_id": "--run-id",
+    "thread_id": "--thread",
+    "state": "--state",
+    "state_patch": "--patch",
+    "edit": "--edit",
+    "regenerate": "--regenerate",
+}
+
+
+def _flag(where: tuple[int | str, ...]) -> str:
+    return _FLAGS.get(str(where[0]), str(where[0])) if where else "fork"
+
+
 def _options(fields: dict[str, Any]) -> ForkOptions:
     try:
         return ForkOptions.model_validate(fields)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()
-        )
-        raise InputError(f"fork options: {problems}") from None
+        problems = "; ".join(f"{_flag(e['loc'])}: {e['msg']}" for e in exc.errors())
+        raise InputError(problems) from None
 
 
 def _json_file(name: str, flag: str) -> Any:
