@@ -10,7 +10,7 @@ import pytest
 from recorder.config import Settings, load_settings, parse_age
 from recorder.errors import ConfigError
 from recorder.runtime import Runtime
-from recorder.store import EventStore, NewRun, PurgeSelection
+from recorder.store import Closing, EventStore, NewRun, PurgeSelection
 from recorder.timetravel import audit
 from recorder.timetravel.audit import apply_retention
 from tests.servers import eventually
@@ -19,12 +19,11 @@ DAY = 86400.0
 
 
 async def _thread(store: EventStore, thread: str, agent: str, age_days: float) -> None:
+    """A thread last updated ``age_days`` ago: its one run began and ended then."""
     run = f"{thread}-r"
-    await store.create_run(
-        NewRun(run, thread, agent=agent, created_at=time.time() - age_days * DAY)
-    )
-    await store.append(run, [])
-    await store.set_status(run, "finished")
+    then = time.time() - age_days * DAY
+    await store.create_run(NewRun(run, thread, agent=agent, created_at=then))
+    await store.append_batches([(run, [])], [Closing(run, "finished", finished_at=then)])
 
 
 async def _threads(store: EventStore) -> list[str]:
@@ -98,3 +97,12 @@ def test_retention_settings_take_ages_and_refuse_others(monkeypatch: pytest.Monk
     monkeypatch.setenv("RECORDER_RETENTION_AGENTS", '{"support": "soon"}')
     with pytest.raises(ConfigError, match="'soon' is not an age"):
         load_settings()
+
+
+async def test_a_thread_whose_long_run_just_ended_is_not_old(store: EventStore) -> None:
+    # Begun 40 days ago, ended now: its age counts from its end, not its start.
+    await store.create_run(NewRun("long", "busy", agent="a", created_at=time.time() - 40 * DAY))
+    await store.set_status("long", "finished")
+    settings = Settings(db=store.url, retention="30d")
+    dry = await apply_retention(store, settings, dry_run=True)
+    assert [t["threadId"] for result in dry for t in result["threads"]] == []

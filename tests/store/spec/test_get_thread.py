@@ -14,7 +14,9 @@ async def test_a_thread_with_its_latest_runs_status(store: EventStore) -> None:
     await store.set_status("r2", "interrupted", summary="what was said")
     thread = await store.get_thread("t1")
     assert (thread.thread_id, thread.agent, thread.run_count) == ("t1", "a", 2)
-    assert (thread.created_at, thread.updated_at) == (1000.0, 1001.0)
+    # Updated when its latest run ended (closed just now), not when that run began.
+    r2 = await store.get_run("r2")
+    assert (thread.created_at, thread.updated_at) == (1000.0, r2.finished_at)
     assert (thread.latest_run_id, thread.latest_status, thread.summary) == (
         "r2",
         "interrupted",

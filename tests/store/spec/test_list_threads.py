@@ -7,14 +7,16 @@ from typing import Any
 import pytest
 
 from recorder.errors import InputError
-from recorder.store import EventStore, NewRun, ThreadFilter
+from recorder.store import Closing, EventStore, NewRun, ThreadFilter
 
 
 async def test_list_threads_filters_and_pages(store: EventStore) -> None:
     for i in range(7):
         agent = "even" if i % 2 == 0 else "odd"
         await store.create_run(NewRun(f"r{i}", f"t{i}", agent=agent, created_at=1000.0 + i))
-    await store.set_status("r3", "error", error="boom")
+    # (Closed at a given time, as an import closes it: a close moves its thread's update.)
+    close = Closing("r3", "error", error="boom", finished_at=1003.5)
+    await store.append_batches([("r3", [])], [close])
     await store.set_summary("t5", "User asked about the Weather in Paris")
     seen: list[str] = []
     cursor = None
