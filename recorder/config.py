@@ -364,7 +364,7 @@ class Settings(BaseSettings):
     @classmethod
     def _db(cls, value: str) -> str:
         # A plain path (``recorder.db``, ``/data/recorder.db``) names a SQLite file.
-        if value and "://" not in value and not value.startswith("sqlite"):
+        if value and "://" not in value:
             return f"sqlite+aiosqlite:///{value}"
         return value
 

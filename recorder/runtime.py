@@ -94,9 +94,13 @@ class Runtime:
         client = upstream_client(settings)
         runtime = cls(settings, store, client, journal)
         runtime._owns_store = owns
-        if runtime.metrics is not None and settings.metrics_address:
-            runtime._stop_metrics = runtime.metrics.serve(settings.metrics_address)
-        await runtime.reap()
+        try:
+            if runtime.metrics is not None and settings.metrics_address:
+                runtime._stop_metrics = runtime.metrics.serve(settings.metrics_address)
+            await runtime.reap()
+        except BaseException:
+            await runtime.close()  # what it opened (the store too, when it opened it)
+            raise
         runtime._tasks.append(asyncio.create_task(runtime._keep_alive(), name="heartbeat"))
         runtime._tasks.append(asyncio.create_task(runtime._checkpointing(), name="checkpoints"))
         if settings.retention is not None or settings.retention_agents:

@@ -196,3 +196,10 @@ def test_an_agent_that_requires_a_token_needs_one_configured() -> None:
     with pytest.raises(ValueError, match="requires a token"):
         Settings(agents=agents)
     assert Settings(agents=agents, api_token="t").agents["a"].require_token
+
+
+def test_a_database_given_as_a_path_is_a_sqlite_file() -> None:
+    for path in ("recorder.db", "sqlite.db", "sqlite-data/r.db", "/var/lib/r.db"):
+        assert load_settings(db=path).db == f"sqlite+aiosqlite:///{path}"
+    for url in ("sqlite+aiosqlite:///x.db", "postgresql+asyncpg://u@h/d", "mysql://x/y"):
+        assert load_settings(db=url).db == url  # (a URL stays one, refused later if unknown)

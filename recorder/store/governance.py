@@ -78,7 +78,8 @@ TOMBSTONES = Fetch(
     "SELECT id, at, actor, reason, threads, runs, events, detail FROM purges ORDER BY id"
 )
 REWRITES = Fetch(
-    "SELECT id, at, actor, reason, run_id, thread_id, old_head, new_head FROM rewrites ORDER BY id"
+    "SELECT id, at, actor, reason, run_id, thread_id, old_head, new_head, detail "
+    "FROM rewrites ORDER BY id"
 )
 INSERT_ACTION = Fetch(
     "INSERT INTO audit_log (at, actor, action, target, outcome, detail) "
@@ -346,8 +347,12 @@ def rewrites() -> Body[list[Rewrite]]:
             thread,
             None if old is None else bytes(old),
             None if new is None else bytes(new),
+            {
+                int(e["seq"]): (e.get("oldHash"), str(e["newHash"]))
+                for e in orjson.loads(detail).get("rewritten", [])
+            },
         )
-        for i, at, actor, reason, run, thread, old, new in rows
+        for i, at, actor, reason, run, thread, old, new, detail in rows
     ]
 
 

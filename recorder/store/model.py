@@ -285,6 +285,8 @@ class Rewrite:
     thread_id: str
     old_head: bytes | None
     new_head: bytes | None
+    # Each rewritten event's hash before and after: {seq: (old hash hex, new hash hex)}.
+    events: dict[int, tuple[str | None, str]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,6 +14,7 @@ run that was recording then still hashes to the same value at the same seq.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import hmac
 import time
@@ -141,7 +142,8 @@ async def check_receipt(store: EventStore, body: dict[str, Any], key: str | None
             continue
         recomputed = report.marked.get(run_id)
         if recomputed is None or recomputed.hex() != point["hash"]:
-            if since.rewritten(run_id):
+            now = None if recomputed is None else recomputed.hex()
+            if since.explains(run_id, point["seq"], point["hash"], now):
                 since.note(point["threadId"], run_id, "its events up to the receipt")
                 continue
             problems.append(
@@ -210,6 +212,19 @@ class _Since:
 
     def rewritten(self, run_id: str) -> list[Rewrite]:
         return [r for r in self.rewrites if r.run_id == run_id]
+
+    def explains(self, run_id: str, seq: int, then: str, now: str | None) -> bool:
+        """Whether the rewrites since the receipt take event ``seq``'s hash from ``then``
+        (the receipt's) to ``now`` (the log's): each that changed it rewrote that event
+        itself, from the hash the one before left to the next. A rewrite of an earlier
+        event only (which keeps no record of this one's hashes) explains nothing."""
+        expected = then
+        affecting = [r for r in self.rewritten(run_id) if r.events and min(r.events) <= seq]
+        for rewrite in affecting:
+            if seq not in rewrite.events or rewrite.events[seq][0] != expected:
+                return False
+            expected = rewrite.events[seq][1]
+        return bool(affecting) and expected == now
 
     def note(self, thread_id: str, run_id: str | None, what: str, record: Any = None) -> None:
         records = [record] if record is not None else self.rewritten(run_id or "")
@@ -332,8 +347,9 @@ async def purge(
     listed = await store.purge(chosen, actor=actor, reason=reason, dry_run=True)
     forks = await _forks_left(store, [t.thread_id for t in listed.threads])
     if actor == RETENTION and not dry_run and not listed.threads:
-        # A pass with nothing to purge (most of them): no entry in the audit log.
-        report = await store.purge(chosen, actor=actor, reason=reason, dry_run=False)
+        # A pass with nothing to purge (most of them): no entry in the audit log, and no
+        # purge (one now could take a thread that became old since, unrecorded).
+        report = dataclasses.replace(listed, dry_run=False)
     else:
         async with audited(store, actor, "purge", target, detail) as noted:
             report = await store.purge(chosen, actor=actor, reason=reason, dry_run=dry_run)

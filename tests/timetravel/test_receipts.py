@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from recorder.errors import InputError
-from recorder.store import EventStore, NewRun, PurgeSelection
+from recorder.store import EventStore, NewRun, PurgeSelection, chain
 from recorder.store.sql import SqlStore
 from recorder.store.statements import Body, Execute, Sanction
 from recorder.timetravel import audit
@@ -186,3 +186,57 @@ async def test_a_malformed_receipt_is_an_input_error(
     receipt = {**await audit.receipt(store, None), **change}
     with pytest.raises(InputError, match="not a receipt"):
         await audit.check_receipt(store, receipt, None)
+
+
+async def _forge(store: EventStore, run_id: str, thread_id: str, seq: int, payload: bytes) -> None:
+    """Change an event as someone with the database could: its hash and every later one
+    recomputed, the run's head and its thread's chain too (no break left to find)."""
+    events = await store.read_events(run_id)
+    hashes = await raw_sql(store, f"SELECT hash FROM events WHERE run_id = '{run_id}' ORDER BY seq")
+    previous = bytes(hashes[seq - 1][0]) if seq else chain.run_genesis(thread_id, run_id)
+    new = [(e.type, payload if e.seq == seq else e.payload) for e in events[seq:]]
+    links = chain.event_links(previous, seq, new)
+
+    def by_hand() -> Body[None]:
+        yield Sanction("rewrite"), ()
+        for event, (_kind, data), link in zip(events[seq:], new, links, strict=True):
+            yield (
+                Execute("UPDATE events SET payload = ?, hash = ? WHERE run_id = ? AND seq = ?"),
+                (
+                    data,
+                    link,
+                    run_id,
+                    event.seq,
+                ),
+            )
+        yield Sanction("rewrite", on=False), ()
+        yield Execute("UPDATE runs SET head = ? WHERE run_id = ?"), (links[-1], run_id)
+        head = chain.thread_head(thread_id, [(run_id, links[-1])])
+        yield Execute("UPDATE threads SET head = ? WHERE thread_id = ?"), (head, thread_id)
+
+    assert isinstance(store, SqlStore)
+    await store.database.write(by_hand)
+
+
+async def test_a_rewrite_since_the_receipt_explains_only_the_events_it_rewrote(
+    store: EventStore,
+) -> None:
+    await store.create_run(NewRun("r", "t"))
+    await store.append("r", [ev(f'{{"n":{i}}}') for i in range(2)])
+    receipt = await audit.receipt(store, None)
+    assert receipt["running"]["r"]["seq"] == 1
+    await store.append("r", [ev(f'{{"n":{i}}}') for i in range(2, 4)])
+    await store.set_status("r", "finished")
+    # A sanctioned rewrite of the event at the receipt's seq: named, not a mismatch.
+    await audit.rewrite(store, "r", {1: b'{"n":"[REDACTED]"}'}, actor="cli", reason="redact")
+    result = await audit.check_receipt(store, receipt, None)
+    assert result["ok"], result["problems"]
+    assert [n["runId"] for n in result["sanctioned"]] == ["r"]
+    # An event before the receipt's seq changed by hand, then a sanctioned rewrite of one
+    # after it: the rewrite explains nothing of what the receipt covered.
+    await _forge(store, "r", "t", 0, b'{"n":"forged"}')
+    assert (await store.verify_chains()).ok  # (no break left to find without the receipt)
+    await audit.rewrite(store, "r", {3: b'{"n":"[REDACTED]"}'}, actor="cli", reason="later")
+    result = await audit.check_receipt(store, receipt, None)
+    assert not result["ok"]
+    assert ("t", "r", 1) in [(p["threadId"], p["runId"], p["seq"]) for p in result["problems"]]

@@ -40,7 +40,9 @@ async def token(context: Context) -> int:
     if args.action == "new":
         value = secrets.token_urlsafe(32)
     else:
-        lines = [line.strip() for line in sys.stdin.read().splitlines() if line.strip()]
+        # At a terminal, the line typed; from a pipe or a file, all of it (one token).
+        given = sys.stdin.readline() if sys.stdin.isatty() else sys.stdin.read()
+        lines = [line.strip() for line in given.splitlines() if line.strip()]
         if len(lines) != 1:
             raise InputError(
                 "token hash reads one token from stdin; "
