@@ -43,6 +43,7 @@ export class AnnotationsPanel {
       this.view.app.inline(error, this.body);
       return;
     }
+    this.keepDrafts([]);  // (typed while the annotations were on their way: kept)
     this.draw();
   }
 

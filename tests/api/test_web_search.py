@@ -3,6 +3,7 @@ against a real recorder."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import httpx
@@ -136,3 +137,33 @@ async def test_tag_editing_and_the_diff_view(
     added = page.locator("#compare-messages li.diff-add")
     await expect(added).to_have_count(len(diff["messages"]["added"]))
     await screenshot(page, "annotations-diff.png")
+
+
+async def test_what_is_typed_before_the_annotations_arrive_is_kept(
+    page: Page, recorder: tuple[str, httpx.AsyncClient]
+) -> None:
+    rec, client = recorder
+    r1, _r2, _r3 = await conversation(client, "t1")
+    arrived = asyncio.Event()
+    held: list[Any] = []
+
+    async def hold(route: Any) -> None:  # the annotations answer, held until typed
+        held.append(route)
+        await arrived.wait()
+        await route.continue_()
+
+    await page.route("**/annotations", hold)
+    await page.goto(f"{rec}/#/threads/t1/runs/{r1}")
+    await expect(page.locator("#tag-key")).to_be_visible()
+    await eventually(lambda: _true(bool(held)), "the annotations asked for", timeout=30)
+    await page.fill("#tag-key", "verdict")
+    await page.fill("#tag-value", "good")
+    arrived.set()
+    await page.wait_for_load_state("networkidle")
+    await expect(page.locator("#tag-key")).to_have_value("verdict")
+    await page.click("#tag-form button")
+    await expect(page.locator("#tags .tag")).to_have_text(["verdict=good\u00d7"])
+
+
+async def _true(value: bool) -> bool:
+    return value
