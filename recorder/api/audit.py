@@ -11,7 +11,7 @@ from recorder.api.deps import RuntimeDep
 from recorder.api.views import ERRORS, JSON
 from recorder.errors import InputError
 from recorder.models import AuditLog, ChainVerification, PurgeBody, PurgeResult, Receipt
-from recorder.timetravel import audit
+from recorder.timetravel import audit, receipts
 
 
 async def _unlimited(principal: PrincipalDep) -> None:
@@ -48,14 +48,14 @@ async def verify_chains(
 async def verify_receipt(request: Request, runtime: RuntimeDep) -> JSON:
     """Check the log against a receipt (as `GET /audit/receipt` gave it): unchanged up to
     it, purged threads excepted (their tombstones name them)."""
-    body = audit.read_receipt(await request.body())
-    return JSON(await audit.check_receipt(runtime.store, body, runtime.settings.audit_key))
+    body = receipts.read_receipt(await request.body())
+    return JSON(await receipts.check_receipt(runtime.store, body, runtime.settings.audit_key))
 
 
 @router.get("/audit/receipt", response_model=Receipt, response_class=JSON)
 async def receipt(runtime: RuntimeDep) -> JSON:
     """The log's heads now, signed with the recorder's `audit_key` when it has one."""
-    return JSON(await audit.receipt(runtime.store, runtime.settings.audit_key))
+    return JSON(await receipts.receipt(runtime.store, runtime.settings.audit_key))
 
 
 @router.get("/audit/log", response_model=AuditLog, response_class=JSON)

@@ -46,7 +46,7 @@ from recorder.proxy.proxy import Relay
 from recorder.redaction import Redactor
 from recorder.runtime import Runtime
 from recorder.store import EventStore, open_store
-from recorder.timetravel import annotating, audit, views
+from recorder.timetravel import annotating, audit, receipts, views
 from recorder.timetravel import search as search_answers
 from recorder.timetravel.audit import CLI, audited
 from recorder.timetravel.diff import diff as state_diff
@@ -357,11 +357,11 @@ class LocalBackend:
         return ChainVerification.model_validate(answer)
 
     async def receipt(self) -> Receipt:
-        return Receipt.model_validate(await audit.receipt(self.store, self.settings.audit_key))
+        return Receipt.model_validate(await receipts.receipt(self.store, self.settings.audit_key))
 
     async def check_receipt(self, receipt: bytes) -> ChainVerification:
-        body = audit.read_receipt(receipt)
-        answer = await audit.check_receipt(self.store, body, self.settings.audit_key)
+        body = receipts.read_receipt(receipt)
+        answer = await receipts.check_receipt(self.store, body, self.settings.audit_key)
         return ChainVerification.model_validate(answer)
 
     async def audit_log(

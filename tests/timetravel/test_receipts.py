@@ -9,7 +9,7 @@ from recorder.errors import InputError
 from recorder.store import EventStore, NewRun, PurgeSelection, chain
 from recorder.store.sql import SqlStore
 from recorder.store.statements import Body, Execute, Sanction
-from recorder.timetravel import audit
+from recorder.timetravel import audit, receipts
 from tests.conftest import raw_sql
 from tests.store.spec.conftest import ev
 
@@ -26,7 +26,7 @@ async def _log(store: EventStore) -> None:
 
 async def test_a_receipt_proves_the_log_up_to_it_while_it_grows(store: EventStore) -> None:
     await _log(store)
-    receipt = await audit.receipt(store, KEY)
+    receipt = await receipts.receipt(store, KEY)
     assert receipt["running"]["live"]["seq"] == 2 and receipt["threads"]["t1"]["sealed"] == 1
     # The log goes on: the live run gets more events and closes, t1 a new run, a new thread.
     await store.append("live", [ev("{}")])
@@ -34,14 +34,14 @@ async def test_a_receipt_proves_the_log_up_to_it_while_it_grows(store: EventStor
     await store.create_run(NewRun("next", "t1"))
     await store.set_status("next", "finished")
     await store.create_run(NewRun("other", "t3"))
-    result = await audit.check_receipt(store, receipt, KEY)
+    result = await receipts.check_receipt(store, receipt, KEY)
     assert result["ok"], result["problems"]
     # An unsigned receipt does not pass where a key is set; a signed one needs the key.
-    unsigned = await audit.receipt(store, None)
-    result = await audit.check_receipt(store, unsigned, KEY)
+    unsigned = await receipts.receipt(store, None)
+    result = await receipts.check_receipt(store, unsigned, KEY)
     assert [p["what"] for p in result["problems"]] == ["the receipt is not signed"]
     with pytest.raises(InputError, match="audit_key"):
-        await audit.check_receipt(store, receipt, None)
+        await receipts.check_receipt(store, receipt, None)
 
 
 async def _tamper(store: EventStore, run_id: str, seq: int) -> None:
@@ -57,18 +57,18 @@ async def _tamper(store: EventStore, run_id: str, seq: int) -> None:
 
 async def test_a_change_before_the_receipt_is_found(store: EventStore) -> None:
     await _log(store)
-    receipt = await audit.receipt(store, KEY)
+    receipt = await receipts.receipt(store, KEY)
     await _tamper(store, "live", 1)
-    result = await audit.check_receipt(store, receipt, KEY)
+    result = await receipts.check_receipt(store, receipt, KEY)
     assert not result["ok"]
     assert ("t2", "live", 2) in [(p["threadId"], p["runId"], p["seq"]) for p in result["problems"]]
 
 
 async def test_a_thread_gone_without_a_tombstone_is_found(store: EventStore) -> None:
     await _log(store)
-    receipt = await audit.receipt(store, None)
+    receipt = await receipts.receipt(store, None)
     receipt["threads"]["t9"] = {"head": "00" * 32, "sealed": 0}
-    result = await audit.check_receipt(store, receipt, None)
+    result = await receipts.check_receipt(store, receipt, None)
     assert [p["threadId"] for p in result["problems"]] == ["t9"]
     assert "no purge's tombstone" in result["problems"][0]["what"]
 
@@ -101,13 +101,13 @@ async def test_a_purge_since_the_receipt_accounts_for_its_thread_only_with_its_c
     await _log(store)
     await store.create_run(NewRun("second", "t1"))
     await store.set_status("second", "finished")
-    receipt = await audit.receipt(store, None)
+    receipt = await receipts.receipt(store, None)
     assert receipt["threads"]["t1"]["sealed"] == 2
     # Runs closed after the receipt, then the purge: its tombstone covers more runs.
     await store.create_run(NewRun("third", "t1"))
     await store.set_status("third", "finished")
     await _purge(store, "t1")
-    result = await audit.check_receipt(store, receipt, None)
+    result = await receipts.check_receipt(store, receipt, None)
     assert result["ok"], result["problems"]
     (note,) = result["sanctioned"]
     assert (
@@ -115,7 +115,7 @@ async def test_a_purge_since_the_receipt_accounts_for_its_thread_only_with_its_c
     )
     # A tombstone that does not hold the receipt's chain accounts for nothing.
     forged = dict(receipt, threads={"t1": {"head": "ab" * 32, "sealed": 2}})
-    result = await audit.check_receipt(store, forged, None)
+    result = await receipts.check_receipt(store, forged, None)
     assert [p["threadId"] for p in result["problems"]] == ["t1"]
     assert "no purge since the receipt holds its chain" in result["problems"][0]["what"]
 
@@ -130,7 +130,7 @@ async def test_a_tombstone_written_by_hand_or_before_the_receipt_accounts_for_no
     await _purge(store, "t9")
     await store.create_run(NewRun("new", "t9"))
     await store.set_status("new", "finished")
-    receipt = await audit.receipt(store, None)
+    receipt = await receipts.receipt(store, None)
     # Gone by hand, with a tombstone inserted by hand that names it (a plain INSERT),
     # past the triggers as any client of the database can get past them.
     fake = '[{"threadId": "t9", "head": "00", "sealed": 1, "runs": []}]'
@@ -147,7 +147,7 @@ async def test_a_tombstone_written_by_hand_or_before_the_receipt_accounts_for_no
 
     assert isinstance(store, SqlStore)
     await store.database.write(by_hand)
-    result = await audit.check_receipt(store, receipt, None)
+    result = await receipts.check_receipt(store, receipt, None)
     assert [p["threadId"] for p in result["problems"]] == ["t9"], result
     assert result["sanctioned"] == []
 
@@ -156,10 +156,10 @@ async def test_a_sanctioned_rewrite_since_the_receipt_is_named_not_a_mismatch(
     store: EventStore,
 ) -> None:
     await _log(store)
-    receipt = await audit.receipt(store, None)
+    receipt = await receipts.receipt(store, None)
     await audit.rewrite(store, "done", {1: b'{"n":"[REDACTED]"}'}, actor="cli", reason="redact")
     await audit.rewrite(store, "done", {2: b'{"n":"[REDACTED]"}'}, actor="cli", reason="again")
-    result = await audit.check_receipt(store, receipt, None)
+    result = await receipts.check_receipt(store, receipt, None)
     assert result["ok"], result["problems"]
     notes = result["sanctioned"]  # each rewrite, naming its record
     assert [(n["threadId"], n["runId"]) for n in notes] == [("t1", "done")] * 2
@@ -167,7 +167,7 @@ async def test_a_sanctioned_rewrite_since_the_receipt_is_named_not_a_mismatch(
     assert all("rewritten by cli" in n["what"] for n in notes)
     # Tampering after the rewrite is still found.
     await _tamper(store, "done", 0)
-    result = await audit.check_receipt(store, receipt, None)
+    result = await receipts.check_receipt(store, receipt, None)
     assert not result["ok"]
 
 
@@ -186,9 +186,9 @@ async def test_a_malformed_receipt_is_an_input_error(
     store: EventStore, change: dict[str, object]
 ) -> None:
     await _log(store)
-    receipt = {**await audit.receipt(store, None), **change}
+    receipt = {**await receipts.receipt(store, None), **change}
     with pytest.raises(InputError, match="not a receipt"):
-        await audit.check_receipt(store, receipt, None)
+        await receipts.check_receipt(store, receipt, None)
 
 
 async def _forge(store: EventStore, run_id: str, thread_id: str, seq: int, payload: bytes) -> None:
@@ -226,13 +226,13 @@ async def test_a_rewrite_since_the_receipt_explains_only_the_events_it_rewrote(
 ) -> None:
     await store.create_run(NewRun("r", "t"))
     await store.append("r", [ev(f'{{"n":{i}}}') for i in range(2)])
-    receipt = await audit.receipt(store, None)
+    receipt = await receipts.receipt(store, None)
     assert receipt["running"]["r"]["seq"] == 1
     await store.append("r", [ev(f'{{"n":{i}}}') for i in range(2, 4)])
     await store.set_status("r", "finished")
     # A sanctioned rewrite of the event at the receipt's seq: named, not a mismatch.
     await audit.rewrite(store, "r", {1: b'{"n":"[REDACTED]"}'}, actor="cli", reason="redact")
-    result = await audit.check_receipt(store, receipt, None)
+    result = await receipts.check_receipt(store, receipt, None)
     assert result["ok"], result["problems"]
     assert [n["runId"] for n in result["sanctioned"]] == ["r"]
     # An event before the receipt's seq changed by hand, then a sanctioned rewrite of one
@@ -240,6 +240,6 @@ async def test_a_rewrite_since_the_receipt_explains_only_the_events_it_rewrote(
     await _forge(store, "r", "t", 0, b'{"n":"forged"}')
     assert (await store.verify_chains()).ok  # (no break left to find without the receipt)
     await audit.rewrite(store, "r", {3: b'{"n":"[REDACTED]"}'}, actor="cli", reason="later")
-    result = await audit.check_receipt(store, receipt, None)
+    result = await receipts.check_receipt(store, receipt, None)
     assert not result["ok"]
     assert ("t", "r", 1) in [(p["threadId"], p["runId"], p["seq"]) for p in result["problems"]]
