@@ -34,7 +34,7 @@ from recorder.api import (
     web,
 )
 from recorder.api.access import UNKNOWN_TOKEN, auth_required, authenticate, credential
-from recorder.api.deps import ANSWERED, TOKEN_REQUIRED, install_error_handlers
+from recorder.api.deps import ANSWERED, CHALLENGE, TOKEN_REQUIRED, install_error_handlers
 from recorder.api.proxy_endpoint import OPENAPI, ProxyEndpoint, send_whole
 from recorder.api.state_endpoint import serve_state, state_request
 from recorder.api.views import JSON
@@ -72,8 +72,10 @@ class RecorderApp(FastAPI):
             if refusal is not None:
                 status, detail = refusal
                 body = orjson.dumps({"detail": detail})
-                challenge = [(b"www-authenticate", b"Bearer")] if status == 401 else None
-                await send_whole(send, status, body, "application/json", challenge)
+                asks = [(k.encode(), v.encode()) for k, v in CHALLENGE.items()]
+                await send_whole(
+                    send, status, body, "application/json", asks if status == 401 else None
+                )
                 return
         if scope["type"] == "http" and scope["method"] == "POST":
             name = proxied_agent(scope)

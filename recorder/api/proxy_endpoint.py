@@ -4,8 +4,8 @@ Every proxied run pays this endpoint's cost before its first event reaches the c
 FastAPI's request handling (dependency solving, a ``Request``, a ``StreamingResponse`` with
 its task group) took about 0.5 ms of it per request on a 2-core machine, half of what the
 whole recorder may add. Here the route is matched by Starlette, as any other, and the rest
-is a few ASGI messages. Errors answer exactly as the API's handlers do (``status_for``;
-an unexpected one with an error id, logged).
+is a few ASGI messages. Errors answer through the API's handlers' own function
+(``deps.error_response``: an unexpected one with an error id, logged).
 
 ``serve_run`` is the whole exchange, also used by ``recorder.asgi`` for an agent of the same
 process.
@@ -30,7 +30,7 @@ from recorder.api.access import (
     principal_for,
     visible_thread,
 )
-from recorder.api.deps import TOO_DEEP, internal_error, status_for
+from recorder.api.deps import error_response, internal_error
 from recorder.api.views import RELAY_HEADERS, SSE_HEADERS, header_value
 from recorder.errors import BodyTooLarge, Forbidden, ThreadNotFound
 from recorder.proxy.legs import AgentLeg
@@ -106,18 +106,7 @@ async def serve_run(
             internal_error(exc, "POST", scope["path"])
             await send({"type": "http.response.body", "body": b""})
             return
-        status = status_for(exc)
-        extra = None
-        if isinstance(exc, RecursionError):
-            status, answer = 422, {"detail": TOO_DEEP}
-        elif status == 500:  # not one the recorder can explain: logged with an id
-            answer = internal_error(exc, "POST", scope["path"])
-            extra = [(b"x-error-id", answer["errorId"].encode())]
-        else:
-            answer = {"detail": str(exc)}
-            if status == 401:
-                extra = [(b"www-authenticate", b"Bearer")]
-        await send_whole(send, status, orjson.dumps(answer), "application/json", extra)
+        await error_response(exc, runtime, "POST", scope["path"])(scope, receive, send)
         return
     if isinstance(result, Relay):
         head = [*_RELAY_HEAD, (b"x-recorder-run-id", header_value(result.run_id))]
