@@ -32,7 +32,7 @@ from recorder.store.model import RECORDER, UPSTREAM
 from recorder.wire.events import decode
 from recorder.wire.ids import id_problem
 from recorder.wire.jsontext import well_formed
-from recorder.wire.said import SUMMARY_LIMIT
+from recorder.wire.said import SUMMARY_LIMIT, Said
 from recorder.wire.sse import encode_frame
 
 _STATUS = {"interrupt": "interrupted", "cancelled": "cancelled", "error": "error"}
@@ -66,24 +66,23 @@ class SegmentPhase(enum.Enum):
     CLOSED = "closed"
 
 
-@dataclass(slots=True)
-class Summary:
-    """The text said in a thread (posted messages, then streamed deltas), up to a limit."""
+class Summary(Said):
+    """The text said in a thread (posted messages, then streamed deltas), up to a limit:
+    ``Said``, fed by ``Segment.observe`` from the objects it parsed already."""
 
-    parts: list[str]
-    # Redaction applies to the stored events and, here, to the text as a whole too: a
-    # secret split across two deltas is whole in it.
-    redactor: Redactor | None = None
-    size: int = 0
+    __slots__ = ("redactor",)
 
-    def __post_init__(self) -> None:
-        self.size = sum(map(len, self.parts))
+    def __init__(self, parts: list[str], redactor: Redactor | None = None) -> None:
+        super().__init__(parts)
+        # Redaction applies to the stored events and, here, to the text as a whole too: a
+        # secret split across two deltas is whole in it.
+        self.redactor = redactor
 
     def text(self) -> str | None:
-        if not self.parts:
+        said = super().text()
+        if said is None:
             return None
-        text = "".join(self.parts)[:SUMMARY_LIMIT]
-        return well_formed(self.redactor.text(text) if self.redactor is not None else text)
+        return well_formed(self.redactor.text(said) if self.redactor is not None else said)
 
 
 @dataclass(slots=True)

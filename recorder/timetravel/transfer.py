@@ -265,7 +265,7 @@ async def rebuild_summaries(store: EventStore, redactor: Redactor | None) -> int
         run = await store.get_run(thread.latest_run_id)
         if run.status == RUNNING:
             continue
-        said = Said(decode(run.input) if run.input is not None else None)
+        said = Said.of(decode(run.input) if run.input is not None else None)
         done = -1
         while not said.full:
             page = await store.read_events(run.run_id, gt=done, limit=_BATCH)

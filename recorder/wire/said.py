@@ -34,12 +34,19 @@ def message_texts(posted: Mapping[str, Any]) -> list[str]:
 
 
 class Said:
-    """A run's text as the proxy's summary of it holds it (before redaction), built from
-    its posted input, then its events' payloads in order."""
+    """A run's text as the proxy's summary of it holds it (before redaction): ``parts``,
+    the posted messages' text (``message_texts``), then what its events streamed."""
 
-    def __init__(self, posted: Mapping[str, Any] | None) -> None:
-        self.parts = message_texts(posted) if posted is not None else []
-        self.size = sum(map(len, self.parts))
+    __slots__ = ("parts", "size")
+
+    def __init__(self, parts: list[str]) -> None:
+        self.parts = parts
+        self.size = sum(map(len, parts))
+
+    @classmethod
+    def of(cls, posted: Mapping[str, Any] | None) -> Said:
+        """Begun with what a posted input (None: none) said."""
+        return cls(message_texts(posted) if posted is not None else [])
 
     @property
     def full(self) -> bool:
@@ -62,7 +69,7 @@ class Said:
 
 
 def run_summary(posted: Mapping[str, Any] | None, payloads: Iterable[bytes]) -> str | None:
-    said = Said(posted)
+    said = Said.of(posted)
     for payload in payloads:
         if said.full:
             break
