@@ -190,10 +190,10 @@ class Runtime:
             except Exception:
                 SERVER.exception("retention pass failed")
             else:
-                purged = [t["threadId"] for result in results for t in result["threads"]]
+                purged = sum(len(result["threads"]) for result in results)
                 if purged:
                     events = sum(result["events"] for result in results)
-                    fields = {"threads": len(purged), "events": events}
+                    fields = {"threads": purged, "events": events}
                     SERVER.info("retention purged", extra={"fields": fields})
             await asyncio.sleep(self.settings.retention_interval)
 

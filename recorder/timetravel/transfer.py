@@ -258,11 +258,16 @@ async def rebuild_summaries(store: EventStore, redactor: Redactor | None) -> int
     """Each thread's summary (derived data) built again from its latest run, when that run
     has closed (a running one's recorder writes it when it closes); the number rebuilt."""
     count = 0
-    for thread_id in await _all_threads(store, None):
-        thread = await store.get_thread(thread_id)
-        if thread.latest_run_id is None:
-            continue
-        run = await store.get_run(thread.latest_run_id)
+    latest: list[tuple[str, str]] = []  # (thread, its latest run), listed before any write
+    cursor = None
+    while True:
+        listed = await store.list_threads(limit=500, cursor=cursor)
+        latest += [(t.thread_id, t.latest_run_id) for t in listed.items if t.latest_run_id]
+        if listed.cursor is None:
+            break
+        cursor = listed.cursor
+    for thread_id, run_id in latest:
+        run = await store.get_run(run_id)
         if run.status == RUNNING:
             continue
         said = Said.of(decode(run.input) if run.input is not None else None)
@@ -364,18 +369,8 @@ async def _write(
     if not batches and not closes:
         return
     try:
-        if batches or run.finished_at is not None:
-            # (A run of no events too: its close keeps its end time only this way.)
-            await store.append_batches(batches, closes)
-        else:
-            await store.set_status(
-                run_id,
-                run.status,
-                outcome=run.outcome,
-                error=run.error,
-                violations=run.violations,
-                summary=closes[0].summary if closes else None,
-            )
+        # (A run of no events too: its close, with its end time and summary, is the same.)
+        await store.append_batches(batches, closes)
     except BaseException:
         if existing is None and owner is not None:
             # Created under this process's owner, which its reaper skips: close it here.
