@@ -167,8 +167,12 @@ class _Since:
             expected = rewrite.events[seq][1]
         return bool(affecting) and expected == now
 
-    def note(self, thread_id: str, run_id: str | None, what: str, record: Any = None) -> None:
-        records = [record] if record is not None else self.rewritten(run_id or "")
+    def note(
+        self, thread_id: str, run_id: str | None, what: str, record: Tombstone | None = None
+    ) -> None:
+        records: list[Tombstone] | list[Rewrite] = (
+            [record] if record is not None else self.rewritten(run_id or "")
+        )
         for r in records:
             kind = "purged" if isinstance(r, Tombstone) else "rewritten"
             why = f" ({r.reason})" if r.reason else ""
