@@ -9,6 +9,7 @@ export class AnnotationsPanel {
   constructor(view) {
     this.view = view;
     this.saved = null;
+    this.answers = 0;  // answers asked for: the newest one is what is shown
     this.target = "thread"; // or "run": the run the view shows
     this.body = h("div", { class: "annotations-body" });
     this.targetSelect = h("select", { id: "annotate-target", "aria-label": "Annotate",
@@ -37,12 +38,16 @@ export class AnnotationsPanel {
   }
 
   async load() {
+    const asked = ++this.answers;  // (an answer that comes after a newer one is not shown)
+    let saved;
     try {
-      this.saved = await getJSON(`threads/${enc(this.view.threadId)}/annotations`);
+      saved = await getJSON(`threads/${enc(this.view.threadId)}/annotations`);
     } catch (error) {
       this.view.app.inline(error, this.body);
       return;
     }
+    if (asked !== this.answers) return;
+    this.saved = saved;
     this.keepDrafts([]);  // (typed while the annotations were on their way: kept)
     this.draw();
   }
@@ -61,8 +66,10 @@ export class AnnotationsPanel {
     this.keepDrafts(sent);
     try {
       const answer = await (await request(path, { method, body })).json();
-      if (answer.threadId) this.saved = answer;
-      else await this.load();
+      if (answer.threadId) {
+        this.answers++;  // newer than any load still on its way
+        this.saved = answer;
+      } else await this.load();
       this.error = null;
     } catch (error) {
       this.error = error.message;
