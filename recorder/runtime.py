@@ -25,6 +25,7 @@ from recorder.telemetry.observers import Telemetry
 from recorder.timetravel.audit import apply_retention
 from recorder.timetravel.history import History
 from recorder.timetravel.indexing import Indexer
+from recorder.timetravel.redact import redact_split
 
 _LAST_INDEX = 5.0  # seconds a closing recorder gives the search index to catch up
 
@@ -111,12 +112,14 @@ class Runtime:
         return runtime
 
     def _closed(self, report: RunReport) -> None:
-        """A run ended: its checkpoints are built behind it (``History.build_checkpoints``)."""
-        if self.history.checkpoints:
+        """A run ended: what its deltas hold together is redacted, and its checkpoints are
+        built, behind it (``redact_split``, ``History.build_checkpoints``)."""
+        if self.history.checkpoints or self.proxy.redactor is not None:
             self._to_checkpoint.put_nowait(report.end.run_id)
 
     async def checkpoints_built(self) -> None:
-        """Wait until the runs ended so far have their checkpoints."""
+        """Wait until the runs ended so far have their checkpoints (and, with redaction
+        rules, their split secrets redacted)."""
         await self._to_checkpoint.join()
 
     async def reap(self) -> list[str]:
@@ -142,6 +145,10 @@ class Runtime:
             with contextlib.suppress(Exception):
                 await self.proxy.close_left_open()
         await self.proxy.close()
+        if self.proxy.redactor is not None and not (self.journal and self.journal.degraded):
+            # The runs ended last are redacted before the stop, bounded as the index is.
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._redact_ended(), _LAST_INDEX)
         if self.settings.search_index and not (self.journal and self.journal.degraded):
             # A last pass, bounded: the runs that closed just before the stop are found by
             # search at once, not when a recorder next runs on this database (none while
@@ -158,16 +165,35 @@ class Runtime:
         if self._owns_store:
             await self.store.close()
 
+    async def _redact_ended(self) -> None:
+        while not self._to_checkpoint.empty():
+            await self._redact_split(self._to_checkpoint.get_nowait())
+            self._to_checkpoint.task_done()
+
     async def _checkpointing(self) -> None:
         # One run at a time, off every client's path. A failure costs only speed: a query
         # then folds from the nearest checkpoint there is.
         while True:
             run_id = await self._to_checkpoint.get()
             try:
-                with contextlib.suppress(Exception):
-                    await self.history.build_checkpoints(run_id)
+                await self._redact_split(run_id)  # before the checkpoints folded over it
+                if self.history.checkpoints:
+                    with contextlib.suppress(Exception):
+                        await self.history.build_checkpoints(run_id)
             finally:
                 self._to_checkpoint.task_done()
+
+    async def _redact_split(self, run_id: str) -> None:
+        """With redaction rules, what the run's deltas hold together (``redact_split``). A
+        failure (the database out) is logged and leaves it to ``recorder redact``."""
+        redactor = self.proxy.redactor
+        if redactor is None:
+            return
+        try:
+            await redact_split(self.store, run_id, redactor, actor="redaction")
+        except Exception:
+            fields = {"run_id": run_id}
+            SERVER.exception("redacting split secrets failed", extra={"fields": fields})
 
     async def _keep_alive(self) -> None:
         while True:

@@ -15,7 +15,7 @@ would point elsewhere): only the values a patch writes.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -155,28 +155,34 @@ class Matcher:
     def sub(self, text: str, fired: set[str], bits: int | None = None) -> str:
         """``text`` with every match replaced; the rules that fired are added to ``fired``.
         ``bits``: ``features(text) & self.bits``, when the caller has it already."""
+        out: list[str] = []
+        done = 0
+        for start, end, name in self.hits(text, bits):
+            out += [text[done:start], replacement(name)]
+            fired.add(name)
+            done = end
+        if not out:
+            return text
+        out.append(text[done:])
+        return "".join(out)
+
+    def hits(self, text: str, bits: int | None = None) -> Iterator[tuple[int, int, str]]:
+        """Where ``text`` holds something to redact, in order and apart: each place's start,
+        end and the rule that matched there."""
         if bits is None:
             bits = features(text) & self._bits if self._bits else 0
         if not bits and not self._custom:
-            return text
+            return
         search = self._search(bits)
         match = search.search(text)
-        if match is None:
-            return text
-        out: list[str] = []
-        done = 0
         while match is not None:
             hit = search.accepted(text, match.start())
             if hit is None:
                 match = search.search(text, match.start() + 1)
                 continue
             name, end = hit
-            out += [text[done : match.start()], replacement(name)]
-            fired.add(name)
-            done = end
+            yield match.start(), end, name
             match = search.search(text, end) if end > match.start() else None
-        out.append(text[done:])
-        return "".join(out)
 
 
 # Event types whose data is one string field: checked without walking the event.

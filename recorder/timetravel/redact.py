@@ -4,7 +4,9 @@ Each run whose events a rule matches is rewritten through the sanctioned path
 (``EventStore.rewrite``): its payloads replaced in one transaction that the database
 allows, its hash chain and its thread's re-sealed with a link to the old heads, a record
 of what changed kept in ``rewrites`` and the action in the audit log. Runs still recording
-are left for later (a rewrite refuses them) and listed.
+are left for later (a rewrite refuses them) and listed. Besides each event on its own,
+the deltas of each message are redacted together (``split_secrets``): a secret a model
+streamed in pieces is found in the text they make.
 
 Posted inputs are redacted as the proxy redacts them at record time and replaced
 (``EventStore.rewrite_inputs``) a few runs of a thread at a time, each time in one
@@ -25,6 +27,7 @@ import orjson
 from recorder.config import RedactionRule
 from recorder.errors import RunNotFound, ThreadNotFound
 from recorder.redaction import Redactor, redact
+from recorder.redaction.streamed import split_secrets
 from recorder.store import EventStore
 from recorder.store.model import RUNNING, Run
 from recorder.timetravel.audit import audited, rewrite
@@ -80,11 +83,17 @@ async def redact_recorded(
         for run in runs:
             changed: dict[int, bytes] = {}
             fired: set[str] = set()
-            for event in await store.read_events(run.run_id):
+            events = await store.read_events(run.run_id)
+            for event in events:
                 result = redact(event.type, event.payload, redactor)
                 if result.fired:
                     changed[event.seq] = result.payload
                     fired.update(result.fired)
+            # Then what the deltas of a message hold together (each redacted already).
+            stored = ((e.seq, e.type, changed.get(e.seq, e.payload)) for e in events)
+            split = split_secrets(stored, redactor)
+            changed.update(split.payloads)
+            fired |= split.fired
             if not changed:
                 continue
             if run.status == RUNNING:
@@ -111,6 +120,20 @@ async def redact_recorded(
         if await _summary(store, thread_id, redactor, dry_run):
             report.summaries.append(thread_id)
     return report
+
+
+async def redact_split(
+    store: EventStore, run_id: str, redactor: Redactor, *, actor: str
+) -> dict[str, Any] | None:
+    """Redact what the ended run's streamed deltas hold together and no delta alone
+    (``split_secrets``): what a recorder does behind each run it redacted at record time.
+    Its rewrite (sanctioned, in the audit log), or None when nothing was split."""
+    events = await store.read_events(run_id)
+    split = split_secrets(((e.seq, e.type, e.payload) for e in events), redactor)
+    if not split.payloads:
+        return None
+    why = f"redact ({', '.join(sorted(split.fired))}): split across streamed deltas"
+    return await rewrite(store, run_id, split.payloads, actor=actor, reason=why)
 
 
 _INPUTS_AT_ONCE = 50  # runs whose inputs are held, and replaced, at a time

@@ -21,6 +21,7 @@ import orjson
 
 from recorder.errors import Conflict, InputError, RunNotFound
 from recorder.redaction import RUN_INPUT, Redactor, redact
+from recorder.redaction.streamed import split_secrets
 from recorder.store import Annotations, EventStore, Note, Redacted, Run, ThreadFilter
 from recorder.store.model import INCOMPLETE, RUNNING, Closing, Score, Tag
 from recorder.timetravel.export_lines import (
@@ -309,11 +310,22 @@ def _redact(run: RunLines, redactor: Redactor) -> None:
         if result.fired:
             redacted = Redacted(result.fired, result.mac)
             run.run = replace(run.run, input=result.payload, input_redacted=redacted)
+    originals = [event.payload for event in run.events]
     for i, event in enumerate(run.events):
         result = redact(event.type, event.payload, redactor)
         if result.fired:
             redacted = Redacted(result.fired, result.mac)
             run.events[i] = event._replace(payload=result.payload, redacted=redacted)
+    # What deltas hold together, as a recorder redacts it behind a run it recorded.
+    split = split_secrets(
+        ((i, event.type, event.payload) for i, event in enumerate(run.events)), redactor
+    )
+    for i, payload in split.payloads.items():
+        event = run.events[i]
+        before = event.redacted.rules if event.redacted is not None else ()
+        rules = tuple(sorted({*before, *split.rules[i]}))
+        redacted = Redacted(rules, redactor.mac(originals[i]))
+        run.events[i] = event._replace(payload=payload, redacted=redacted)
 
 
 async def _write(

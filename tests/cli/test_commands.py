@@ -453,3 +453,8 @@ async def test_replay_refuses_an_option_its_id_cannot_take(recorded: Recorded) -
     assert done.code == 2 and "--compact is for a thread's stream" in done.err
     done = await run_main("replay", "t1-r1", "--after", "3", "--no-follow", "--db", recorded.db)
     assert done.code == 0 and done.out.startswith("id: 4\n")
+    # An out-of-range --after is named by its flag, not by the API's parameter.
+    for command in ("replay", "events"):
+        done = await run_main(command, "t1-r1", "--after", "-5", "--db", recorded.db)
+        assert (done.code, done.out) == (2, ""), command
+        assert done.err == f"recorder: --after must be -1 to {(1 << 31) - 1}, got -5\n"

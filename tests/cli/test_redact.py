@@ -229,3 +229,34 @@ async def test_a_secret_said_early_is_redacted_from_the_inputs_posted_after_it(
         await store.close()
     done = await run_main("audit", "verify", "--db", db_url)
     assert done.code == 0, done.out + done.err
+
+
+async def test_redact_finds_an_address_a_model_streamed_in_pieces(db_url: str) -> None:
+    store = await open_store(db_url, migrate=True)
+    try:
+        await store.create_run(NewRun("r", "t", agent="a", input=b'{"messages":[]}'))
+        frames = [
+            {"type": "RUN_STARTED", "threadId": "t", "runId": "r"},
+            {"type": "TEXT_MESSAGE_START", "messageId": "m", "role": "assistant"},
+            *(
+                {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": piece}
+                for piece in ("write to ali", "ce@exam", "ple.com", " today")
+            ),
+            {"type": "TEXT_MESSAGE_END", "messageId": "m"},
+            {"type": "RUN_FINISHED", "threadId": "t", "runId": "r"},
+        ]
+        await store.append("r", [NewEvent(json.dumps(f).encode(), str(f["type"])) for f in frames])
+        await store.set_status("r", "finished")
+    finally:
+        await store.close()
+
+    done = await run_main("redact", "--rule", "email", "--db", db_url, "--json")
+    assert done.code == 0, done.err
+    (rewritten,) = json.loads(done.out)["runs"]
+    assert rewritten["rewritten"] == [2, 3, 4]
+    deltas = [json.loads(p).get("delta") for p in await _payloads(db_url, "r")]
+    assert deltas[2:6] == ["write to [REDACTED:email]", "", "", " today"]
+    done = await run_main("state", "t", "--db", db_url, "--json")
+    assert done.code == 0, done.err
+    assert json.loads(done.out)["messages"][0]["content"] == "write to [REDACTED:email] today"
+    assert (await run_main("audit", "verify", "--db", db_url)).code == 0

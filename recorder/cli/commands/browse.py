@@ -8,6 +8,7 @@ from recorder.cli.parser import Commands
 from recorder.errors import NotFound
 from recorder.models import EventPage, ThreadPage
 from recorder.timetravel.annotating import parse_tags
+from recorder.timetravel.views import check_after_seq
 
 
 def register(commands: Commands) -> None:
@@ -99,6 +100,7 @@ async def show(context: Context) -> int:
 
 async def events(context: Context) -> int:
     args = context.args
+    check_after_seq(args.after, "--after")
     async with context.backend() as backend:
         page = await backend.events(args.run, after_seq=args.after, limit=args.limit)
         found = list(page.events)

@@ -9,6 +9,7 @@ from recorder.cli.output import Output
 from recorder.cli.parser import Commands
 from recorder.errors import InputError, NotFound
 from recorder.models import StreamedEvent
+from recorder.timetravel.views import check_after_seq
 from recorder.wire.sse import encode_frame
 
 
@@ -27,6 +28,8 @@ def register(commands: Commands) -> None:
 async def replay(context: Context) -> int:
     args = context.args
     live = not args.no_follow
+    if args.after is not None:
+        check_after_seq(args.after, "--after")
     async with context.backend() as backend:
         try:
             await backend.run(args.id)
