@@ -25,6 +25,7 @@ from recorder.store.model import (
     Heads,
     PurgeReport,
     PurgeSelection,
+    Redacted,
     Rewrite,
     RewriteReport,
     Tombstone,
@@ -136,9 +137,17 @@ class Passthrough:
         return await self.store.record_action(actor, action, target, outcome, detail)
 
     async def rewrite(
-        self, run_id: str, payloads: Mapping[int, bytes], *, actor: str, reason: str | None
+        self,
+        run_id: str,
+        payloads: Mapping[int, bytes],
+        *,
+        actor: str,
+        reason: str | None,
+        redacted: Mapping[int, Redacted] | None = None,
     ) -> RewriteReport:
-        return await self.store.rewrite(run_id, payloads, actor=actor, reason=reason)
+        return await self.store.rewrite(
+            run_id, payloads, actor=actor, reason=reason, redacted=redacted
+        )
 
     async def tombstones(self) -> list[Tombstone]:
         return await self.store.tombstones()

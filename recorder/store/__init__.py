@@ -339,14 +339,21 @@ class EventStore(Protocol):
         ...
 
     async def rewrite(
-        self, run_id: str, payloads: Mapping[int, bytes], *, actor: str, reason: str | None
+        self,
+        run_id: str,
+        payloads: Mapping[int, bytes],
+        *,
+        actor: str,
+        reason: str | None,
+        redacted: Mapping[int, Redacted] | None = None,
     ) -> RewriteReport:
         """Replace the stored payloads of the run's events at the given seqs, in one
         sanctioned transaction: the run's chain is recomputed from the first of them, its
         head and its thread's chain re-sealed, and a record links the old heads to the new.
         The run's checkpoints from the first of them on, folded over what the events said
         before, are dropped in the same transaction (``History.build_checkpoints`` makes
-        them again).
+        them again). ``redacted``: what redaction did at those seqs, for ``list_redactions``
+        (a seq redacted at record time keeps its original's keyed hash, gaining the rules).
 
         Raises ``RunNotFound``, ``Conflict`` for a run still recording, ``InputError`` for
         a seq the run does not have.

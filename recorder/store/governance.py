@@ -30,13 +30,14 @@ from recorder.store.model import (
     PurgedThread,
     PurgeReport,
     PurgeSelection,
+    Redacted,
     Rewrite,
     RewriteReport,
     Tombstone,
 )
 from recorder.store.search import SQLITE
 from recorder.store.statements import Body, Execute, Fetch, Sanction
-from recorder.store.writes import insert_chunks, whole_or_tree
+from recorder.store.writes import INSERT_REDACTION, insert_chunks, redaction_row, whole_or_tree
 
 _RUNS_OF = "SELECT run_id FROM runs WHERE thread_id = ?"
 
@@ -99,6 +100,10 @@ SEALED_RUNS = Fetch(
     "SELECT run_id, head FROM runs WHERE thread_id = ? AND seal IS NOT NULL ORDER BY seal"
 )
 SET_THREAD_HEAD = Execute("UPDATE threads SET head = ? WHERE thread_id = ?")
+# What a redaction's rewrite did, beside what redaction did at record time: a seq already
+# there keeps its original's keyed hash (the bytes as received) and gains the rules.
+REDACTION_RULES = Fetch("SELECT seq, rules FROM redactions WHERE run_id = ?")
+SET_REDACTION_RULES = Execute("UPDATE redactions SET rules = ? WHERE run_id = ? AND seq = ?")
 INSERT_REWRITE = Fetch(
     "INSERT INTO rewrites (at, actor, reason, run_id, thread_id, old_head, new_head, "
     "old_thread_head, new_thread_head, detail) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
@@ -357,12 +362,18 @@ def rewrites() -> Body[list[Rewrite]]:
 
 
 def rewrite(
-    run_id: str, payloads: Mapping[int, bytes], actor: str, reason: str | None, dialect: str
+    run_id: str,
+    payloads: Mapping[int, bytes],
+    actor: str,
+    reason: str | None,
+    dialect: str,
+    redacted: Mapping[int, Redacted] | None = None,
 ) -> Body[RewriteReport]:
     """Replace the payloads of the run's events at the given seqs, re-hash them and every
     later event of the run, re-seal the run and its thread, and record the change. What
     was derived from the old payloads goes in the same transaction: the checkpoints
-    folded over them and the run's search documents (indexed again from the new ones)."""
+    folded over them and the run's search documents (indexed again from the new ones).
+    ``redacted``: what redaction did at those seqs, kept in ``redactions``."""
     if not payloads:
         raise InputError("a rewrite needs at least one event")
     thread = yield LOCK_THREAD_OF_RUN, (run_id,)
@@ -396,6 +407,9 @@ def rewrite(
         else:
             yield REHASH_EVENT, (new_hash, run_id, seq)
     yield Sanction("rewrite", on=False), ()
+    now = time.time()
+    if redacted:
+        yield from _redactions(run_id, redacted, now)
     yield DROP_CHECKPOINTS_FROM, (run_id, first)
     yield from search.forget_run(dialect, run_id)
     new_head = hashes[-1]
@@ -405,7 +419,6 @@ def rewrite(
         sealed = yield SEALED_RUNS, (thread_id,)
         new_thread_head = chain.thread_head(thread_id, [(str(r), bytes(h)) for r, h in sealed])
         yield SET_THREAD_HEAD, (new_thread_head, thread_id)
-    now = time.time()
     old = None if old_head is None else bytes(old_head)
     old_thread = None if old_thread_head is None else bytes(old_thread_head)
     detail = orjson.dumps({"rewritten": changed, "rehashed": len(hashes)}).decode()
@@ -435,6 +448,17 @@ def rewrite(
         old_thread,
         new_thread_head,
     )
+
+
+def _redactions(run_id: str, redacted: Mapping[int, Redacted], now: float) -> Body[None]:
+    rows = yield REDACTION_RULES, (run_id,)
+    before = {int(seq): orjson.loads(rules) for seq, rules in rows}
+    for seq, redaction in sorted(redacted.items()):
+        if seq in before:
+            rules = orjson.dumps(sorted({*before[seq], *redaction.rules})).decode()
+            yield SET_REDACTION_RULES, (rules, run_id, seq)
+        else:
+            yield INSERT_REDACTION, redaction_row(run_id, seq, redaction, now)
 
 
 def record_action(

@@ -67,6 +67,7 @@ from recorder.store.model import (
     Page,
     PurgeReport,
     PurgeSelection,
+    Redacted,
     Redaction,
     Rewrite,
     RewriteReport,
@@ -396,12 +397,18 @@ class SqlStore:
         return report
 
     async def rewrite(
-        self, run_id: str, payloads: Mapping[int, bytes], *, actor: str, reason: str | None
+        self,
+        run_id: str,
+        payloads: Mapping[int, bytes],
+        *,
+        actor: str,
+        reason: str | None,
+        redacted: Mapping[int, Redacted] | None = None,
     ) -> RewriteReport:
         size = sum(len(p) for p in payloads.values())
         dialect = self.database.dialect
         report = await self._write(
-            lambda: governance.rewrite(run_id, payloads, actor, reason, dialect),
+            lambda: governance.rewrite(run_id, payloads, actor, reason, dialect, redacted),
             len(payloads),
             size,
         )

@@ -231,7 +231,7 @@ def create_run(run: NewRun, kept: Kept | None = None, dialect: str = "sqlite") -
     elif run.input is not None:
         yield INSERT_INPUT, (run.run_id, run.input, None)
     if run.input is not None and run.input_redacted is not None:
-        yield INSERT_REDACTION, _redaction_row(run.run_id, -1, run.input_redacted, now)
+        yield INSERT_REDACTION, redaction_row(run.run_id, -1, run.input_redacted, now)
     return created_run(run, parent, inferred, now, beat)
 
 
@@ -378,7 +378,7 @@ def append_batches(
             previous = sha256(previous + seq_bytes(seq) + tail + payload).digest()
             columns += (stored, payload, previous)
             if redaction is not None:
-                redacted.append(_redaction_row(run_id, seq, redaction, now))
+                redacted.append(redaction_row(run_id, seq, redaction, now))
             seq += 1
         if columns:
             blocks.append(
@@ -410,7 +410,7 @@ def append_batches(
 _appended = partial(tuple.__new__, Appended)  # an Appended from a (seq, position) pair
 
 
-def _redaction_row(run_id: str, seq: int, redacted: Redacted, now: float) -> tuple[Any, ...]:
+def redaction_row(run_id: str, seq: int, redacted: Redacted, now: float) -> tuple[Any, ...]:
     return (run_id, seq, orjson.dumps(list(redacted.rules)).decode(), redacted.mac, now)
 
 

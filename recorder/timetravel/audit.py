@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from datetime import datetime
 from typing import Any
@@ -25,7 +25,7 @@ from recorder.store import (
     PurgeReport,
     PurgeSelection,
 )
-from recorder.store.model import Action, PurgedThread
+from recorder.store.model import Action, PurgedThread, Redacted
 from recorder.timetravel.views import moment
 
 # Who acts when no token does: the CLI on the database, the retention pass of a server.
@@ -267,10 +267,13 @@ async def rewrite(
     *,
     actor: str,
     reason: str | None,
+    redacted: Mapping[int, Redacted] | None = None,
 ) -> dict[str, Any]:
     """The sanctioned rewrite of stored payloads (``EventStore.rewrite``), in the audit log."""
     async with audited(store, actor, "rewrite", run_id, {"seqs": sorted(payloads)}) as noted:
-        report = await store.rewrite(run_id, payloads, actor=actor, reason=reason)
+        report = await store.rewrite(
+            run_id, payloads, actor=actor, reason=reason, redacted=redacted
+        )
         noted["record"] = report.id
     return {
         "record": report.id,

@@ -18,7 +18,7 @@ dropped by the rewrites and built again here.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,10 +29,11 @@ from recorder.errors import RunNotFound, ThreadNotFound
 from recorder.redaction import Redactor, redact
 from recorder.redaction.streamed import split_secrets
 from recorder.store import EventStore
-from recorder.store.model import RUNNING, Run
+from recorder.store.model import RUNNING, Redacted, Run
 from recorder.timetravel.audit import audited, rewrite
 from recorder.timetravel.history import History
 from recorder.timetravel.indexing import Indexer
+from recorder.wire.events import RecordedEvent
 
 
 @dataclass
@@ -63,6 +64,7 @@ async def redact_recorded(
     dry_run: bool = False,
     history: History | None = None,
     indexer: Indexer | None = None,
+    key: str | None = None,
 ) -> RedactReport:
     """Apply ``rules`` to the stored events and posted inputs of these threads (every
     thread when none), and to their summaries.
@@ -71,8 +73,9 @@ async def redact_recorded(
     documents (a rewrite of inputs, the thread's checkpoints and its runs' documents);
     ``history`` builds the first again from the rewritten log (without it, the next reads
     fold further), ``indexer`` the second (without it, the next pass of a recorder's
-    indexer does)."""
-    redactor = Redactor(rules)
+    indexer does). ``key``: the redaction key, for the keyed hashes of what is redacted
+    (``EventStore.list_redactions``)."""
+    redactor = Redactor(rules, key)
     report = RedactReport()
     for thread_id in await _threads(store, list(thread_ids)):
         runs = await store.list_runs(thread_id)
@@ -82,18 +85,20 @@ async def redact_recorded(
         touched = {entry["runId"] for entry in inputs} if inputs_rewritten else set()
         for run in runs:
             changed: dict[int, bytes] = {}
-            fired: set[str] = set()
+            rules_at: dict[int, set[str]] = {}
             events = await store.read_events(run.run_id)
             for event in events:
                 result = redact(event.type, event.payload, redactor)
                 if result.fired:
                     changed[event.seq] = result.payload
-                    fired.update(result.fired)
+                    rules_at[event.seq] = set(result.fired)
             # Then what the deltas of a message hold together (each redacted already).
             stored = ((e.seq, e.type, changed.get(e.seq, e.payload)) for e in events)
             split = split_secrets(stored, redactor)
             changed.update(split.payloads)
-            fired |= split.fired
+            for seq, names in split.rules.items():
+                rules_at.setdefault(seq, set()).update(names)
+            fired = set().union(*rules_at.values())
             if not changed:
                 continue
             if run.status == RUNNING:
@@ -106,7 +111,10 @@ async def redact_recorded(
                 continue
             # The rules that fired here, not every rule given: the record says what it did.
             why = f"redact ({', '.join(sorted(fired))})" + (f": {reason}" if reason else "")
-            done = await rewrite(store, run.run_id, changed, actor=actor, reason=why)
+            redacted = _redacted(events, rules_at, redactor)
+            done = await rewrite(
+                store, run.run_id, changed, actor=actor, reason=why, redacted=redacted
+            )
             touched.add(run.run_id)
             report.runs.append({**done, "rules": sorted(fired)})
         # Their derived data built again, from the rewritten log.
@@ -133,7 +141,20 @@ async def redact_split(
     if not split.payloads:
         return None
     why = f"redact ({', '.join(sorted(split.fired))}): split across streamed deltas"
-    return await rewrite(store, run_id, split.payloads, actor=actor, reason=why)
+    redacted = _redacted(events, split.rules, redactor)
+    return await rewrite(store, run_id, split.payloads, actor=actor, reason=why, redacted=redacted)
+
+
+def _redacted(
+    events: Iterable[RecordedEvent], rules_at: Mapping[int, set[str]], redactor: Redactor
+) -> dict[int, Redacted]:
+    """What redaction did at each seq: the rules, the keyed hash of the payload it found
+    (kept only where record time had not redacted it: then it is the original)."""
+    return {
+        e.seq: Redacted(tuple(sorted(rules_at[e.seq])), redactor.mac(e.payload))
+        for e in events
+        if e.seq in rules_at
+    }
 
 
 _INPUTS_AT_ONCE = 50  # runs whose inputs are held, and replaced, at a time

@@ -3,7 +3,10 @@ the chains re-sealed (``audit verify`` passes), the rewrite in the audit log."""
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
+from pathlib import Path
 
 import pytest
 
@@ -254,9 +257,31 @@ async def test_redact_finds_an_address_a_model_streamed_in_pieces(db_url: str) -
     assert done.code == 0, done.err
     (rewritten,) = json.loads(done.out)["runs"]
     assert rewritten["rewritten"] == [2, 3, 4]
+    store = await open_store(db_url)
+    try:  # what redaction did, as for record time (no key set: no keyed hashes)
+        listed = [(r.seq, r.rules, r.mac) for r in await store.list_redactions("r")]
+        assert listed == [(seq, ("email",), None) for seq in (2, 3, 4)]
+    finally:
+        await store.close()
     deltas = [json.loads(p).get("delta") for p in await _payloads(db_url, "r")]
     assert deltas[2:6] == ["write to [REDACTED:email]", "", "", " today"]
     done = await run_main("state", "t", "--db", db_url, "--json")
     assert done.code == 0, done.err
     assert json.loads(done.out)["messages"][0]["content"] == "write to [REDACTED:email] today"
     assert (await run_main("audit", "verify", "--db", db_url)).code == 0
+
+
+async def test_redact_keeps_the_keyed_hash_of_what_it_found(db_url: str, tmp_path: Path) -> None:
+    await _record(db_url)
+    before = await _payloads(db_url, "t1-r")
+    config = tmp_path / "recorder.toml"
+    config.write_text('[redaction]\nkey = "k1"\nrules = []\n')
+    done = await run_main("redact", "--rule", "email", "--config", str(config), "--db", db_url)
+    assert done.code == 0, done.err
+    store = await open_store(db_url)
+    try:
+        (row,) = await store.list_redactions("t1-r")
+        assert (row.seq, row.rules) == (2, ("email",))
+        assert row.mac == hmac.new(b"k1", before[2], hashlib.sha256).hexdigest()
+    finally:
+        await store.close()

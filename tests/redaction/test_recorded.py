@@ -123,10 +123,12 @@ async def test_the_stored_run_is_redacted_and_the_stream_is_not(tmp_path: Path) 
 
         # The rules that fired, and the keyed hash of each original.
         redactions = {r.seq: r for r in await store.list_redactions("r1")}
-        assert set(redactions) == {-1, 2, 7, 8, 10, 11}
+        assert set(redactions) == {-1, 2, 3, 4, 7, 8, 10, 11}
+        for seq in (3, 4):  # the split address, redacted behind the run
+            assert redactions[seq].rules == ("email",)
         assert redactions[7].rules == ("card",) and redactions[8].rules == ("ticket",)
         assert redactions[-1].rules == ("email", "token")
-        for seq in (2, 7, 8, 10, 11):
+        for seq in (2, 3, 4, 7, 8, 10, 11):
             expected = hmac.new(KEY.encode(), RAW_FRAMES[seq], hashlib.sha256).hexdigest()
             assert redactions[seq].mac == expected
         posted_bytes = tee.exchanges[1].request
@@ -144,7 +146,7 @@ async def test_the_stored_run_is_redacted_and_the_stream_is_not(tmp_path: Path) 
         finally:
             await plain_store.close()
         rows = await raw_sql(store, "SELECT count(*) FROM redactions")
-        assert rows == [(6,)]
+        assert rows == [(8,)]
     finally:
         await store.close()
 

@@ -124,18 +124,20 @@ def test_nothing_split_changes_nothing() -> None:
 
 
 SECRETS = ["bob@example.com", "sk-abcdefghijklmnopqrstuvwx", "4111 1111 1111 1111", "10.1.2.3"]
-FILLER = st.text(alphabet="abc ,.!", max_size=12).map(lambda s: f" {s} ")
+# Words between secrets (two card numbers side by side read as one longer number, which
+# is not a card: a detector's limit, not the joining's).
+FILLER = st.text(alphabet="abc ,.!", max_size=12).map(lambda s: f" x{s} ")
 
 
 @settings(max_examples=120, deadline=None)
 @given(
-    parts=st.lists(st.one_of(FILLER, st.sampled_from(SECRETS)), min_size=1, max_size=6),
+    parts=st.lists(st.tuples(FILLER, st.sampled_from(SECRETS)), min_size=1, max_size=4),
     cuts=st.lists(st.integers(min_value=0, max_value=400), max_size=12),
 )
 def test_any_cut_of_a_message_joins_to_the_message_redacted(
-    parts: list[str], cuts: list[int]
+    parts: list[tuple[str, str]], cuts: list[int]
 ) -> None:
-    whole = " ".join(parts)
+    whole = "".join(filler + secret for filler, secret in parts) + " end"
     points = sorted({0, len(whole), *(c % (len(whole) + 1) for c in cuts)})
     pieces = [whole[a:b] for a, b in itertools.pairwise(points)] or [whole]
     events = frames(*(text("m1", p) for p in pieces))

@@ -82,6 +82,7 @@ async def redact(context: Context) -> int:
             dry_run=args.dry_run,
             history=history,
             indexer=Indexer(store) if settings.search_index else None,
+            key=settings.redaction.key,
         )
     finally:
         await store.close()

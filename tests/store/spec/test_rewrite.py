@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from recorder.errors import Conflict, InputError, RunNotFound
-from recorder.store import EventStore, NewRun
+from recorder.store import EventStore, NewRun, Redacted
 from tests.conftest import raw_sql
 from tests.store.spec.conftest import ev
 
@@ -107,3 +107,35 @@ async def test_a_checkpoint_folded_before_a_rewrite_and_saved_after_it_is_not_ke
     await store.set_status("live", "finished")
     await store.save_checkpoint("live", 2, b"read while it ran", seen=running)
     assert await store.nearest_checkpoint("live", 2) == (1, b"live fold")
+
+
+async def test_a_redaction_s_rewrite_is_listed_with_what_record_time_did(
+    store: EventStore,
+) -> None:
+    await store.create_run(NewRun("r1", "t1"))
+    at_record = Redacted(("email",), "mac-of-the-original")
+    await store.append(
+        "r1",
+        [
+            ev('{"n":0,"who":"[REDACTED:email], +1 415 555 0100"}')._replace(redacted=at_record),
+            ev('{"n":1,"ip":"10.0.0.1"}'),
+            ev('{"n":2}'),
+        ],
+    )
+    await store.set_status("r1", "finished")
+    await store.rewrite(
+        "r1",
+        {
+            0: b'{"n":0,"who":"[REDACTED:email], [REDACTED:phone]"}',
+            1: b'{"n":1,"ip":"[REDACTED:ip]"}',
+        },
+        actor="cli",
+        reason="later",
+        redacted={0: Redacted(("phone",), "mac-of-redacted"), 1: Redacted(("ip",), "mac-1")},
+    )
+    listed = [(r.seq, r.rules, r.mac) for r in await store.list_redactions("r1")]
+    # Seq 0 keeps the hash of what was received, and gains the rule; seq 1 is new.
+    assert listed == [(0, ("email", "phone"), "mac-of-the-original"), (1, ("ip",), "mac-1")]
+    # A rewrite that says nothing of redaction lists nothing more.
+    await store.rewrite("r1", {2: b'{"n":2,"x":1}'}, actor="cli", reason=None)
+    assert len(await store.list_redactions("r1")) == 2
