@@ -27,7 +27,7 @@ from __future__ import annotations
 import copy
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from recorder.config import DEFAULT_FORK_STRATEGY, AgentConfig, ForkStrategy
@@ -35,6 +35,7 @@ from recorder.errors import BodyTooLarge, Conflict, InputError, ThreadNotFound
 from recorder.models import ForkOptions
 from recorder.reference.patch import UNDEFINED, PatchError, UnclonableResult, apply_patch
 from recorder.store import EventStore, Run
+from recorder.store.model import RUNNING
 from recorder.timetravel.history import History
 from recorder.timetravel.rewind import Start, start_at, start_edited, start_regenerated
 from recorder.wire.events import decode
@@ -123,6 +124,9 @@ async def plan_fork(
         raise InputError(
             f"atSeq {req.at_seq} is outside run {run_id!r} (events 0..{parent.event_count - 1})"
         )
+    if req.at_seq is None and parent.status == RUNNING:
+        # Its end is not known yet: the branch starts where it is now, and says so.
+        req = replace(req, at_seq=parent.event_count - 1)
     start = await _start(store, history, parent, req)
     new_run = f"run-{uuid.uuid4().hex}" if req.run_id is None else req.run_id
     strategy, thread = await _placement(store, start.run, req, new_run, agents)

@@ -44,9 +44,11 @@ class Start:
 
 async def start_at(history: History, run: Run, seq: int | None) -> Start:
     """The history and state after event ``seq`` of ``run``, as a frontend would post them
-    (activity messages are the frontend's own and never posted)."""
+    (activity messages are the frontend's own and never posted). At the run's start (-1),
+    with the resume answers it was given: that point counts them (its interrupts are no
+    longer pending), so the branch gives them again."""
     at = await history.project(run, seq)
-    return Start(run, seq, _postable(at.messages), at.state)
+    return Start(run, seq, _postable(at.messages), at.state, _resume(run) if seq == -1 else None)
 
 
 async def start_edited(
@@ -85,11 +87,14 @@ async def start_regenerated(
         producer = chain[number - 1]
         break
     given = await history.starting_point(producer)
-    posted = (decode(producer.input) if producer.input is not None else None) or {}
+    return Start(producer, -1, given.messages, given.state, _resume(producer))
+
+
+def _resume(run: Run) -> list[Any] | None:
+    """The resume answers ``run`` was posted with."""
+    posted = (decode(run.input) if run.input is not None else None) or {}
     resume = posted.get("resume")
-    return Start(
-        producer, -1, given.messages, given.state, resume if isinstance(resume, list) else None
-    )
+    return resume if isinstance(resume, list) else None
 
 
 def _postable(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
