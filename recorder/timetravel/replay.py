@@ -110,9 +110,9 @@ class ThreadStream:
         branch = await self.store.lineage(thread.latest_run_id, inputs=False)
         branch = [r for r in branch if r.thread_id == thread_id] or branch[-1:]
         streamed = branch
-        if compact:  # only a live run after the settled one is streamed as recorded
+        if compact:  # only a live run (after the settled one, if any) is streamed as recorded
             latest = branch[-1]
-            streamed = [latest] if latest.status == RUNNING and len(branch) > 1 else []
+            streamed = [latest] if latest.status == RUNNING else []
         if after is not None and any(r.run_id == after[0] for r in streamed):
             self._resume = after
         if compact:
@@ -125,9 +125,16 @@ class ThreadStream:
                 yield chunk
 
     async def _compact(self, branch: list[Run]) -> AsyncIterator[bytes]:
+        """The settled runs as one: a start, the snapshots of their end and a finish; then
+        a live run as recorded (a lone live run has nothing settled before it: it is all
+        that is streamed, never closed as if it had finished)."""
         latest = branch[-1]
         settled = latest
-        if latest.status == RUNNING and len(branch) > 1:
+        if latest.status == RUNNING:
+            if len(branch) == 1:
+                async for chunk in self._run(latest, None, last=True):
+                    yield chunk
+                return
             settled = branch[-2]
         at = await self.history.project(settled)
         frames: list[dict[str, Any]] = [
