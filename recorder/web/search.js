@@ -16,11 +16,21 @@ const KINDS = [
 ];
 const FILTERS = ["q", "kind", "agent", "tool", "tag", "syntax"];
 
+// The API's highlight offsets count code points (Python string indices); JavaScript strings
+// index UTF-16 code units, and a character outside the BMP (an emoji, "𝒳") takes two. These
+// are the highlights as [start, end] UTF-16 indices into ``text``.
+export function utf16Ranges(text, highlights) {
+  const units = [0]; // units[i]: the UTF-16 index where code point i starts
+  for (const char of text) units.push(units[units.length - 1] + char.length);
+  const at = (offset) => units[Math.max(0, Math.min(offset, units.length - 1))];
+  return highlights.map(([start, end]) => [at(start), at(end)]);
+}
+
 // The snippet as text nodes, with each highlighted range in a <mark>.
 export function marked(text, highlights) {
   const out = [];
   let at = 0;
-  for (const [start, end] of [...highlights].sort((a, b) => a[0] - b[0])) {
+  for (const [start, end] of utf16Ranges(text, highlights).sort((a, b) => a[0] - b[0])) {
     if (start < at) continue;
     out.push(text.slice(at, start), h("mark", {}, text.slice(start, end)));
     at = end;
@@ -31,7 +41,8 @@ export function marked(text, highlights) {
 
 export function hitHash(hit) {
   const seq = hit.seqFrom < 0 ? -1 : hit.seqTo;
-  const words = [...new Set(hit.highlights.map(([s, e]) => hit.snippet.slice(s, e)))];
+  const words = [...new Set(utf16Ranges(hit.snippet, hit.highlights)
+    .map(([s, e]) => hit.snippet.slice(s, e)))];
   const query = words.length ? `?${new URLSearchParams({ hl: words.join("\n") })}` : "";
   return `#/threads/${encodeURIComponent(hit.threadId)}/runs/${encodeURIComponent(hit.runId)}` +
     `/events/${seq}${query}`;

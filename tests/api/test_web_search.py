@@ -14,6 +14,7 @@ from tests.api.test_web import (  # the browser fixtures and the demo conversati
     page,
     recorder,
     screenshot,
+    turn,
 )
 from tests.servers import eventually
 
@@ -167,3 +168,37 @@ async def test_what_is_typed_before_the_annotations_arrive_is_kept(
 
 async def _true(value: bool) -> bool:
     return value
+
+
+async def test_marks_count_code_points_past_characters_outside_the_bmp(
+    page: Page, recorder: tuple[str, httpx.AsyncClient]
+) -> None:
+    # The API's highlight offsets count code points; in JavaScript an emoji or a script X
+    # (U+1D4B3) is two UTF-16 units, so the page converts the offsets to mark the right text.
+    rec, client = recorder
+    text = "😀😀😀😀 find banana here \U0001d4b3\U0001d4b3 and banana"
+    await turn(client, "t-emoji", "t-emoji-r1", text, follow=False)
+    await indexed(client, 1)
+    found = await client.get("/search", params={"q": "banana", "kind": "input"})
+    (hit,) = found.json()["hits"]
+    assert hit["snippet"] == text
+    assert hit["highlights"] == [[10, 16], [29, 35]]  # code points, as Python slices them
+    assert [text[s:e] for s, e in hit["highlights"]] == ["banana", "banana"]
+
+    await page.goto(f"{rec}/#/search?q=banana&kind=input")
+    shown = page.locator("#hits .hit[data-thread-id='t-emoji']")
+    await expect(shown).to_have_count(1)
+    await expect(shown.locator("a.snippet")).to_have_text(text)
+    await expect(shown.locator("a.snippet mark")).to_have_text(["banana", "banana"])
+    await expect(shown.locator("a.hit-link")).to_have_attribute(
+        "href", f"#/threads/t-emoji/runs/{hit['runId']}/events/-1?hl=banana"
+    )
+
+    await shown.locator("a.snippet").click()
+    await expect(page).to_have_url(
+        f"{rec}/#/threads/t-emoji/runs/{hit['runId']}/events/-1?hl=banana"
+    )
+    await expect(page.locator("#point")).to_have_attribute("data-shown-seq", "-1")
+    marks = page.locator("#conversation mark.hit-mark")
+    await expect(marks.first).to_have_text("banana")
+    assert set(await marks.all_text_contents()) == {"banana"}
