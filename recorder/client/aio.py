@@ -13,7 +13,7 @@ import httpx
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from recorder.client import transport
-from recorder.errors import InputError
+from recorder.errors import InputError, RecorderError
 from recorder.models import (
     Agent,
     AgentList,
@@ -496,5 +496,17 @@ def _validated(model: type[M], content: bytes) -> M:
         return model.model_validate_json(content)
     except ValidationError as exc:
         if exc.errors()[0]["type"] != "json_invalid":
-            raise
-    return model.model_validate(parse(content))
+            raise _not_ours(model, content) from exc
+    try:
+        return model.model_validate(parse(content))
+    except (ValueError, ValidationError) as exc:  # not JSON at all (a page), or not this
+        raise _not_ours(model, content) from exc
+
+
+def _not_ours(model: type[BaseModel], content: bytes) -> RecorderError:
+    """An answer that is not the recorder's (another server at that URL, a proxy's page)."""
+    excerpt = content[:80].decode("utf-8", "replace").strip()
+    return RecorderError(
+        f"the server's answer is not a recorder's {model.__name__} (is the URL a recorder's?): "
+        f"{excerpt!r}"
+    )

@@ -56,8 +56,9 @@ def error_for(response: httpx.Response) -> RecorderError:
 def _detail(body: bytes) -> str | None:
     try:
         data = orjson.loads(body)
-    except orjson.JSONDecodeError:
-        return body[:500].decode("utf-8", "replace").strip() or None
+    except orjson.JSONDecodeError:  # not the recorder's (a proxy's error page): on one line
+        text = " ".join(body[:2000].decode("utf-8", "replace").split())[:300]
+        return f"an answer that is not a recorder's: {text}" if text else None
     detail = data.get("detail") if isinstance(data, dict) else None
     return detail if isinstance(detail, str) else None
 

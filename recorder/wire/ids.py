@@ -4,7 +4,8 @@ An id is a non-empty string of printable text: no control character (a NUL no Po
 text column stores, the rest invisible in logs and terminals), no half of a surrogate
 pair (no database stores it as UTF-8), and no ``/``: an id is a path segment of the API
 (``/runs/{id}``) and of the web timeline, and a slash would make the recorded run one
-that no URL reads back.
+that no URL reads back. For the same reason an id is not ``.`` or ``..``: a browser and
+the HTTP clients resolve such a segment (encoded or not) before the request is sent.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ def id_problem(value: object) -> str | None:
         return "must not contain control characters (NUL, newline, tab and the like)"
     if "/" in value:
         return "must not contain '/'"
+    if value in (".", ".."):
+        return "must not be '.' or '..' (a URL's path resolves them away)"
     if value != well_formed(value):
         return "must not hold half of a surrogate pair"
     return None

@@ -294,3 +294,30 @@ async def test_the_blocking_client(served: Any) -> None:
     assert seen["history"] == [("c2-r3", "end"), ("c2-r3", "start")]
     assert seen["first"] == "RUN_STARTED" and seen["plan"] == 3
     assert seen["missing"] == "run 'nope' not found" and seen["lines"] > 3
+
+
+async def test_a_url_that_is_not_a_recorder_says_so() -> None:
+    """A page where the recorder's JSON should be (another server, a proxy's error page):
+    one line that says so, never a decoding traceback, nor the page's lines."""
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import HTMLResponse
+    from starlette.routing import Route
+
+    from tests.servers import serving
+
+    page = "<!doctype html>\n<html>\n  <body>Welcome</body>\n</html>\n"
+
+    async def threads(request: Request) -> HTMLResponse:
+        return HTMLResponse(page)
+
+    async def gateway(request: Request) -> HTMLResponse:
+        return HTMLResponse(page, status_code=502)
+
+    app = Starlette(routes=[Route("/threads", threads), Route("/runs/{run}", gateway)])
+    async with serving(app) as url, AsyncRecorderClient(url) as client:
+        with pytest.raises(RecorderError, match="not a recorder's ThreadPage") as caught:
+            await client.threads()
+        assert "\n" not in str(caught.value) and "Welcome" in str(caught.value)
+        with pytest.raises(RecorderError, match=r"^502: an answer that is not a recorder's: <!do"):
+            await client.run("r")

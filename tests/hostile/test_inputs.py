@@ -61,6 +61,8 @@ async def test_numeric_parameters_out_of_range_are_422_naming_the_parameter(db_u
         ("runId", "c1\x85"),
         ("threadId", "a/b"),
         ("runId", "../etc"),
+        ("threadId", ".."),
+        ("runId", "."),
     ],
 )
 async def test_ids_with_control_characters_or_slashes_are_422(
