@@ -116,8 +116,16 @@ async def run_stream(
     # An EventSource reconnects to the URL it opened, with the last id it saw: that id is
     # the newer point, whatever ``afterSeq`` the page first asked for.
     if last_event_id:
+        # A run's frames are ``id: <seq>``; a thread stream's ``<runId>:<seq>`` is taken
+        # for the run it names only (another run's seq is no point of this one).
+        named, colon, seq = last_event_id.rpartition(":")
+        if colon and named != run_id:
+            raise InputError(
+                f"Last-Event-ID {last_event_id[:60]!r} is a frame of run {named[:40]!r}, "
+                f"not of {run_id[:40]!r}"
+            )
         try:
-            after = int(last_event_id.rsplit(":", 1)[-1])
+            after = int(seq)
         except ValueError as exc:
             raise InputError(f"Last-Event-ID must be a seq, got {last_event_id[:40]!r}") from exc
         views.check_after_seq(after, "Last-Event-ID")

@@ -139,3 +139,12 @@ async def test_bad_options_are_one_line(recorded: Recorded) -> None:
     # Named by its flag, not by the API field behind it.
     assert done.err == "recorder: --at: Input should be greater than or equal to -1\n"
     assert done.err.count("\n") == 1
+    # An empty id is refused, as the API refuses it, never replaced by a made-up one.
+    for flag, problem in (
+        ("--thread", "must be a non-empty string"),
+        ("--run-id", "must be a non-empty string"),
+    ):
+        done = await run_main("fork", "t1-r1", flag, "", "--dry-run", "--db", recorded.db)
+        assert (done.code, done.out, done.err) == (2, "", f"recorder: {flag} {problem}\n")
+    done = await run_main("fork", "t1-r1", "--thread", "--dry-run", "--db", recorded.db)
+    assert done.code == 0 and json.loads(done.out)["threadId"].startswith("thread-")

@@ -161,6 +161,12 @@ async def test_resume_from_every_hundredth_event(recorded: Any) -> None:
         assert rest == everything[after + 1 :]
     by_header = await sse_get(client, f"{rec}/runs/long/stream", headers={"Last-Event-ID": "399"})
     assert by_header == everything[400:]
+    # A thread stream's frame id: taken for its own run, refused for another run's.
+    own = await sse_get(client, f"{rec}/runs/long/stream", headers={"Last-Event-ID": "long:399"})
+    assert own == everything[400:]
+    other = await client.get(f"{rec}/runs/long/stream", headers={"Last-Event-ID": "t4-r1:399"})
+    assert other.status_code == 422
+    assert "is a frame of run 't4-r1', not of 'long'" in other.json()["detail"]
 
 
 async def test_a_thread_stream_resumes_after_any_frame_it_sent(recorded: Any) -> None:

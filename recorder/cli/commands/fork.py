@@ -25,6 +25,11 @@ from recorder.cli.render import point_text
 from recorder.errors import InputError
 from recorder.models import ForkOptions, ForkPlan
 from recorder.wire.events import decode
+from recorder.wire.ids import check_id
+
+# ``--thread`` given no id: a new thread, named after the new run (an empty id is an id
+# the API refuses, so it is not taken for this).
+_FRESH: Any = object()
 
 
 def register(commands: Commands) -> None:
@@ -44,7 +49,7 @@ def register(commands: Commands) -> None:
     where.add_argument(
         "--thread",
         nargs="?",
-        const="",
+        const=_FRESH,
         metavar="NEW_ID",
         help="fork into a new thread (this id, or one made after the run's)",
     )
@@ -76,13 +81,16 @@ def fork_options(args: argparse.Namespace) -> ForkOptions:
     fields: dict[str, Any] = {
         "at_seq": args.at,
         "messages": list(args.message),
-        "run_id": args.run_id or f"run-{uuid.uuid4().hex}",
+        # (an empty id is refused, as the API refuses it, never replaced)
+        "run_id": f"run-{uuid.uuid4().hex}"
+        if args.run_id is None
+        else check_id(args.run_id, "--run-id"),
     }
-    if args.thread:
-        # Where a named thread is decides (the parent's: the same thread), as for the API.
-        fields["thread_id"] = args.thread
-    elif args.thread is not None:
+    if args.thread is _FRESH:
         fields["strategy"] = "new-thread"
+    elif args.thread is not None:
+        # Where a named thread is decides (the parent's: the same thread), as for the API.
+        fields["thread_id"] = check_id(args.thread, "--thread")
     if args.same_thread:
         fields["strategy"] = "same-thread"
     if args.state is not None:
