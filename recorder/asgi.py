@@ -9,13 +9,15 @@ adapter, ``ag-ui-langgraph``, or by hand) and name its AG-UI endpoints::
         agent_app, agents={"support": "/agent"}, db="sqlite+aiosqlite:///recorder.db"
     )
 
-A ``POST /agent`` is then recorded as the proxy records a run of agent ``support``: the run
+A ``POST /agent`` (or ``/agent/``: the app is called at ``/agent``, the path given, where a
+fork calls it) is then recorded as the proxy records a run of agent ``support``: the run
 is committed before the app is called, each event is committed before the client gets it
 (``durability``), the frames are stored byte for byte, lifecycle violations are noted, and
 an app that fails, stalls or ends early gets its run closed with the recorder's RUN_ERROR.
 The app is called directly (``recorder.proxy.inprocess``), with the client's own request
-scope: the only cost added before the first event is the commit. Everything else goes to
-the app untouched.
+scope: the only cost added before the first event is the commit. An app that answers with
+a redirect is not followed (the run's error says to give the agent the path the app serves
+it at). Everything else goes to the app untouched.
 
 The time-travel API (``recorder.api``) is served beside it under ``api_path``
 (``/recorder`` by default; None: not served), sharing the same runtime and store, so that
@@ -30,7 +32,7 @@ none (a test client without lifespan, an app mounted inside another), use
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -39,7 +41,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from recorder.api import RecorderApp, create_app
 from recorder.api.proxy_endpoint import send_whole, serve_run
 from recorder.config import Settings
-from recorder.proxy.inprocess import AppLeg
+from recorder.errors import ConnectFailed
+from recorder.proxy.inprocess import AppAnswer, AppLeg
 from recorder.runtime import Runtime
 from recorder.store import EventStore
 
@@ -69,7 +72,7 @@ class RecordingMiddleware:
         self.settings = settings
         self._store = store
         self._legs = {
-            name: AppLeg(app, path, idle_timeout=settings.idle_timeout)
+            name: _AgentLeg(name, app, path, idle_timeout=settings.idle_timeout)
             for name, path in agents.items()
         }
         self._paths = {_route(path): name for name, path in agents.items()}
@@ -131,7 +134,10 @@ class RecordingMiddleware:
         if runtime is None:
             await send_whole(send, 503, _NOT_STARTED, "application/json")
             return
-        leg = self._legs[name].for_request(scope)
+        agent = self._legs[name]
+        # ``/agent/`` names the agent as ``/agent`` does: the app is called at the path the
+        # agent was given (as a fork calls it), not at one it would redirect.
+        leg = agent.for_request(_at_path(scope, agent.path))
         await serve_run(runtime, name, scope, receive, send, leg=leg)
 
     async def _lifespan(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -150,6 +156,58 @@ class RecordingMiddleware:
             await send(message)
 
         await self.app(scope, receive_starting, send_closing)
+
+
+class _AgentLeg(AppLeg):
+    """The leg of one agent of the wrapped app: an answer that redirects is refused here,
+    where the agent's name and path are known (the proxy's advice, to change the agent's
+    URL, is for an agent over HTTP)."""
+
+    def __init__(
+        self,
+        name: str,
+        app: ASGIApp,
+        path: str,
+        *,
+        idle_timeout: float,
+        scope: Mapping[str, Any] | None = None,
+    ) -> None:
+        super().__init__(app, path, idle_timeout=idle_timeout, scope=scope)
+        self.name = name
+        self._idle_timeout = idle_timeout
+
+    def for_request(self, scope: Mapping[str, Any]) -> _AgentLeg:
+        idle = self._idle_timeout
+        return _AgentLeg(self.name, self.app, self.path, idle_timeout=idle, scope=scope)
+
+    async def post(
+        self, body: bytes, headers: Mapping[str, str], sent: Callable[[], None] | None = None
+    ) -> AppAnswer:
+        answer = await super().post(body, headers, sent)
+        if not 300 <= answer.status < 400:
+            return answer
+        answer.close()
+        where = answer.headers.get("location")
+        raise ConnectFailed(
+            f"the app answered HTTP {answer.status} at {self.path!r}, the path "
+            f"RecordingMiddleware's agents give agent {self.name!r}: a redirect"
+            + (f" to {where[:300]!r}" if where else "")
+            + ", which is not followed; give the agent the path the app serves it at"
+        )
+
+
+def _at_path(scope: Scope, path: str) -> Scope:
+    """``scope`` with its path ending as ``path`` does (its trailing slashes), when the
+    request named the agent with other ones."""
+    tail = path[len(path.rstrip("/")) :]
+    full: str = scope["path"]
+    if full.endswith(tail) and not full[: len(full) - len(tail)].endswith("/"):
+        return scope
+    moved = {**scope, "path": full.rstrip("/") + tail}
+    raw = scope.get("raw_path")
+    if raw is not None:
+        moved["raw_path"] = bytes(raw).rstrip(b"/") + tail.encode()
+    return moved
 
 
 def _route_path(scope: Scope) -> str:

@@ -1,4 +1,4 @@
-"""The proxy and connect endpoints, and the list of configured agents."""
+"""The proxy and connect endpoints, and the list of agents (configured, and in process)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from recorder.api.access import PrincipalDep, ReadDep, check_agent, visible_thre
 from recorder.api.deps import RuntimeDep
 from recorder.api.proxy_endpoint import posts_json, read_body
 from recorder.api.views import ERRORS, JSON, SSE_HEADERS, EventStream, stream_doc
+from recorder.config import DEFAULT_FORK_STRATEGY, ForkStrategy
 from recorder.errors import ThreadNotFound
 from recorder.models import AgentList, ErrorDetail
 from recorder.proxy.request import parse_run_input
@@ -25,9 +26,16 @@ router = APIRouter(tags=["agents"])
     responses=ERRORS,
 )
 async def list_agents(runtime: RuntimeDep, principal: PrincipalDep) -> JSON:
-    agents = runtime.settings.agents
-    names = [name for name in sorted(agents) if principal.sees(name)]
-    return JSON({"agents": [{"name": name, "fork": agents[name].fork} for name in names]})
+    """The agents this recorder reaches: the configured ones and those served by this very
+    process (``recorder.asgi``), each with the strategy a fork of its runs takes by default
+    (an in-process agent's is its configured one if it is configured too, as for forks)."""
+    forks: dict[str, ForkStrategy] = {
+        name: agent.fork for name, agent in runtime.settings.agents.items()
+    }
+    for name in runtime.proxy.local:
+        forks.setdefault(name, DEFAULT_FORK_STRATEGY)
+    names = [name for name in sorted(forks) if principal.sees(name)]
+    return JSON({"agents": [{"name": name, "fork": forks[name]} for name in names]})
 
 
 @router.post(

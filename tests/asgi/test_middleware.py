@@ -19,7 +19,7 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from recorder.asgi import RecordingMiddleware
-from recorder.config import Settings
+from recorder.config import AgentConfig, Settings, TokenConfig, hash_token
 from recorder.demo_agent import create_demo_app
 from tests.servers import post_run, serving, sse_data, user
 from tests.telemetry.scripts import frame, run_input
@@ -205,3 +205,98 @@ async def test_the_api_beside_the_app_forks_in_process(sqlite_url: str, api_path
         assert (await api.get("/healthz")).json()["ok"] is True
     assert (child["parentRunId"], child["status"], child["agent"]) == ("t1-r1", "finished", "demo")
     assert via_api[-1]["type"] == "RUN_FINISHED"
+
+
+async def test_the_agents_list_holds_the_in_process_agents(sqlite_url: str) -> None:
+    full, mine = "full-token-0123456789", "good-token-0123456789"
+    remote = AgentConfig(url="http://127.0.0.1:9/remote", fork="same-thread")
+    settings = Settings(
+        db=sqlite_url,
+        # "mid" is configured too: its strategy is the configured one, as its forks' is.
+        agents={"remote": remote, "mid": remote},
+        api_token=full,
+        tokens={"mine": TokenConfig(hash=hash_token(mine), scopes=("read",), agents=("good",))},
+    )
+    agents = {"good": "/agent", "mid": "/fail-mid"}
+    app = RecordingMiddleware(agent_app(), agents=agents, settings=settings)
+    async with app.running():
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://in") as client:
+            listed = await client.get(
+                "/recorder/agents", headers={"authorization": f"Bearer {full}"}
+            )
+            limited = await client.get(
+                "/recorder/agents", headers={"authorization": f"Bearer {mine}"}
+            )
+    assert listed.status_code == 200
+    assert listed.json() == {
+        "agents": [
+            {"name": "good", "fork": "new-thread"},
+            {"name": "mid", "fork": "same-thread"},
+            {"name": "remote", "fork": "same-thread"},
+        ]
+    }
+    assert limited.json() == {"agents": [{"name": "good", "fork": "new-thread"}]}
+
+
+def slash_app(seen: list[str]) -> Starlette:
+    """An agent whose route has no trailing slash (Starlette redirects ``/ok/`` to it), and
+    one whose route has one."""
+
+    async def answer(request: Request) -> Response:
+        seen.append(request.url.path)
+        posted = orjson.loads(await request.body())
+        ids = {"threadId": posted["threadId"], "runId": posted["runId"]}
+        body = frame({"type": "RUN_STARTED", **ids}) + frame({"type": "RUN_FINISHED", **ids})
+        return Response(body, media_type="text/event-stream")
+
+    return Starlette(
+        routes=[
+            Route("/ok", answer, methods=["POST"]),
+            Route("/slashed/", answer, methods=["POST"]),
+        ]
+    )
+
+
+async def test_a_trailing_slash_reaches_the_agent_at_its_path(sqlite_url: str) -> None:
+    seen: list[str] = []
+    agents = {"ok": "/ok", "slashed": "/slashed/"}
+    app = RecordingMiddleware(slash_app(seen), agents=agents, db=sqlite_url)
+    async with app.running():
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
+            answers = [
+                await client.post(path, json=run_input("t", f"r{i}"))
+                for i, path in enumerate(["/ok/", "/ok", "/slashed", "/slashed/"])
+            ]
+            runs = [(await client.get(f"/recorder/runs/r{i}")).json() for i in range(4)]
+    assert [a.status_code for a in answers] == [200, 200, 200, 200]
+    assert [orjson.loads(sse_data(a.content)[-1])["type"] for a in answers] == ["RUN_FINISHED"] * 4
+    assert [(r["agent"], r["status"]) for r in runs] == [
+        ("ok", "finished"),
+        ("ok", "finished"),
+        ("slashed", "finished"),
+        ("slashed", "finished"),
+    ]
+    assert seen == ["/ok", "/ok", "/slashed/", "/slashed/"], "called at the agent's own path"
+
+
+async def test_an_app_that_redirects_the_agents_path(sqlite_url: str) -> None:
+    # The agent's path lacks the slash of the app's route: the app redirects it.
+    app = RecordingMiddleware(slash_app([]), agents={"s": "/slashed"}, db=sqlite_url)
+    async with app.running():
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
+            answer = await client.post("/slashed", json=run_input("t", "r"))
+            run = (await client.get("/recorder/runs/r")).json()
+            fork = await client.post("/recorder/runs/r/fork", json={})
+    assert run["status"] == "error"
+    events = [orjson.loads(d) for d in sse_data(answer.content)]
+    for said in (run["error"], *(e["message"] for e in events)):
+        assert "HTTP 307" in said and "'http://t/slashed/'" in said
+        assert "RecordingMiddleware" in said and "'s'" in said
+        assert "URL" not in said, "no advice to change a URL: the agent has none"
+    assert [e["type"] for e in events] == ["RUN_ERROR"]
+    assert fork.status_code == 200
+    forked = [orjson.loads(d) for d in sse_data(fork.content)]
+    assert "URL" not in forked[-1]["message"] and "HTTP 307" in forked[-1]["message"]
