@@ -75,6 +75,8 @@ class Runtime:
         )
         self._tasks: list[asyncio.Task[None]] = []
         self._to_checkpoint: asyncio.Queue[str] = asyncio.Queue()
+        # Ended runs whose split secrets are still to be redacted (``_redact_split``).
+        self._unredacted: set[str] = set()
         self._owns_store = False
         self._stopped = False
         self._stop_metrics: Callable[[], None] | None = None
@@ -184,16 +186,24 @@ class Runtime:
                 self._to_checkpoint.task_done()
 
     async def _redact_split(self, run_id: str) -> None:
-        """With redaction rules, what the run's deltas hold together (``redact_split``). A
-        failure (the database out) is logged and leaves it to ``recorder redact``."""
+        """With redaction rules, what the run's deltas hold together (``redact_split``).
+        While the journal holds writes (the run's end may be in it, not in the database)
+        and after a failure, the run waits: the heartbeat tries it again once the database
+        has everything (a stop leaves the rest to ``recorder redact``)."""
         redactor = self.proxy.redactor
         if redactor is None:
+            return
+        if self.journal is not None and self.journal.degraded:
+            self._unredacted.add(run_id)
             return
         try:
             await redact_split(self.store, run_id, redactor, actor="redaction")
         except Exception:
+            self._unredacted.add(run_id)
             fields = {"run_id": run_id}
             SERVER.exception("redacting split secrets failed", extra={"fields": fields})
+        else:
+            self._unredacted.discard(run_id)
 
     async def _keep_alive(self) -> None:
         while True:
@@ -205,6 +215,10 @@ class Runtime:
                 # database: close what an outage left open only once the journal drained.
                 if self.proxy.unclosed and not (self.journal and self.journal.degraded):
                     await self.proxy.close_left_open()
+                if self._unredacted and not (self.journal and self.journal.degraded):
+                    for run_id in sorted(self._unredacted):
+                        self._unredacted.discard(run_id)
+                        self._to_checkpoint.put_nowait(run_id)
 
     async def _retain(self) -> None:
         """Purge what the retention settings say is too old: now, then every interval.

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator
@@ -27,7 +28,14 @@ from tests.proxy.outage import (
     gather_streams,
     stream,
 )
-from tests.servers import demo_upstream, recorder_at, serving
+from tests.servers import (
+    demo_upstream,
+    eventually,
+    recorder_at,
+    scripted_upstream,
+    serving,
+    sse,
+)
 
 _LOCKER = """
 import sqlite3, sys, time
@@ -291,3 +299,45 @@ async def test_writes_that_commit_past_the_deadline_land_once(tmp_path: Path) ->
         assert [r.run_id for r in await store.store.list_runs("t-new")] == ["during"]
     finally:
         await store.store.close()
+
+
+async def test_a_split_secret_recorded_through_an_outage_is_redacted_once_it_lands(
+    tmp_path: Path,
+) -> None:
+    """Behind a run, the recorder redacts what its deltas hold together; a run whose end the
+    journal held is redacted once the journal has drained, not skipped."""
+    path = tmp_path / "recorder.db"
+    url = f"sqlite+aiosqlite:///{path}"
+    frames = [
+        {"type": "RUN_STARTED", "threadId": "t", "runId": "r"},
+        {"type": "TEXT_MESSAGE_START", "messageId": "m", "role": "assistant"},
+        {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": "mail carol@exa"},
+        {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": "mple.org now"},
+        {"type": "TEXT_MESSAGE_END", "messageId": "m"},
+        {"type": "RUN_FINISHED", "threadId": "t", "runId": "r"},
+    ]
+    chunks = [b"data: " + json.dumps(f).encode() + b"\n\n" for f in frames]
+    agent = scripted_upstream({"a": lambda _request: sse(chunks)})
+    rules = {"rules": ["email"]}
+    async with (
+        serving(agent) as scripted,
+        recorder_at(url, {"a": f"{scripted}/a"}, store_deadline=0.3, redaction=rules) as base,
+        httpx.AsyncClient(timeout=60, trust_env=False) as client,
+    ):
+        locker = await _lock(path, 3)
+        body = {"threadId": "t", "runId": "r", "messages": []}
+        answer = await client.post(f"{base}/agents/a", json=body)
+        assert answer.status_code == 200 and b"RUN_FINISHED" in answer.content
+        await degraded(client, base)
+        await locker.wait()
+        await drained(client, base)
+
+        async def redacted() -> bool:
+            store = await open_store(url)
+            try:
+                payloads = [e.payload for e in await store.read_events("r")]
+            finally:
+                await store.close()
+            return b"[REDACTED:email]" in payloads[2] and b"mple.org" not in payloads[3]
+
+        await eventually(redacted, "the split address redacted", 20)
