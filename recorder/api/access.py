@@ -195,6 +195,17 @@ async def visible_run(runtime: Runtime, principal: Principal, run_id: str) -> Ru
     return run
 
 
+def without_recorder_token(settings: Settings, headers: Mapping[str, str]) -> Mapping[str, str]:
+    """``headers`` without an ``Authorization`` that carries a token of this recorder's
+    (the API token or a named one, whatever its case and spacing): a client that sends one
+    to the proxy means it for the recorder, never for the agent, which it would let read
+    every thread. (``X-Recorder-Token`` is never forwarded at all.)"""
+    token = bearer(headers.get("authorization"))
+    if not token or not auth_required(settings) or authenticate(settings, token, None) is None:
+        return headers
+    return {k: v for k, v in headers.items() if k.lower() != "authorization"}
+
+
 def forwardable(headers: Mapping[str, str], principal: Principal) -> dict[str, str]:
     """The request's headers without the recorder's own credential: the token header
     always, ``Authorization`` when it carried a recorder token."""

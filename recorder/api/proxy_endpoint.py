@@ -29,6 +29,7 @@ from recorder.api.access import (
     forwardable,
     principal_for,
     visible_thread,
+    without_recorder_token,
 )
 from recorder.api.deps import error_response, internal_error
 from recorder.api.views import RELAY_HEADERS, SSE_HEADERS, header_value
@@ -95,6 +96,7 @@ async def serve_run(
         limited = None
         if agent is not None and agent.require_token:
             headers, limited = check_run_token(runtime, name, scope, headers)
+        headers = without_recorder_token(runtime.settings, headers)
         body = await read_body(scope, receive, runtime.settings.max_body_bytes)
         if body is None:
             return  # the client left before its request was read: nothing to do

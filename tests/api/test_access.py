@@ -273,6 +273,29 @@ async def test_the_proxy_asks_a_guarded_agent_for_a_run_token_and_never_forwards
     assert (await client.get("/runs/rp3", headers=bearer("full"))).json()["status"] == "finished"
 
 
+async def test_an_unguarded_agent_never_gets_a_recorder_token_in_authorization(
+    rec: tuple[str, httpx.AsyncClient, Upstream],
+) -> None:
+    """A frontend that sends its one token everywhere: to an agent that asks for none, a
+    recorder token (any, in any case and spacing) stays here; the agent's own goes on."""
+    _, client, upstream = rec
+    reader = TOKENS["reader"][0]
+    sent = [
+        {"authorization": f"Bearer {reader}"},
+        {"authorization": f"bearer {reader}"},
+        {"authorization": f"Bearer  {TOKENS['a-runner'][0]}"},
+        {"authorization": f"Bearer {FULL}"},
+        {"authorization": "Bearer the-agents-own"},
+    ]
+    for n, headers in enumerate(sent):
+        await record(client, "open", f"tu{n}", f"ru{n}", "hi", headers)
+    assert len(upstream.seen) == len(sent)
+    *recorders, own = upstream.seen
+    for headers in recorders:
+        assert "authorization" not in headers
+    assert own["authorization"] == "Bearer the-agents-own"
+
+
 async def test_a_fork_with_the_full_token_does_not_forward_it(
     rec: tuple[str, httpx.AsyncClient, Upstream],
 ) -> None:
