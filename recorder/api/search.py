@@ -6,7 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
-from recorder.api.access import AdminDep, PrincipalDep, ReadDep
+from recorder.api.access import AdminDep, PrincipalDep, ReadDep, check_unlimited
 from recorder.api.deps import RuntimeDep
 from recorder.api.views import ERRORS, JSON
 from recorder.models import ReindexReport, SearchPage
@@ -67,6 +67,8 @@ async def search(
     response_class=JSON,
     dependencies=[AdminDep],
 )
-async def reindex(runtime: RuntimeDep) -> JSON:
-    """Drop the search index and build it again from the log."""
+async def reindex(runtime: RuntimeDep, principal: PrincipalDep) -> JSON:
+    """Drop the search index and build it again from the log (every agent's: not for a
+    token limited to agents)."""
+    check_unlimited(principal, "rebuilding every agent's search index")
     return JSON({"runs": await runtime.indexer.reindex()})

@@ -6,7 +6,13 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Request
 
-from recorder.api.access import AdminDep, PrincipalDep, ReadDep, visible_thread
+from recorder.api.access import (
+    AdminDep,
+    PrincipalDep,
+    ReadDep,
+    check_unlimited,
+    visible_thread,
+)
 from recorder.api.deps import RuntimeDep
 from recorder.api.views import ERRORS, JSON, JSONLines, stream_doc
 from recorder.models import ImportReport
@@ -50,7 +56,9 @@ async def export(
 )
 async def import_(request: Request, runtime: RuntimeDep, principal: PrincipalDep) -> JSON:
     """Read an export (as `GET /export` writes it): runs already present take only the
-    events they lack, so importing twice adds nothing."""
+    events they lack, so importing twice adds nothing. Not for a token limited to agents:
+    a file may hold any agent's threads and annotations."""
+    check_unlimited(principal, "an import")
     async with audited(runtime.store, principal.actor, "import", None) as noted:
         report = await import_lines(
             runtime.store,

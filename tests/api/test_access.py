@@ -26,6 +26,7 @@ TOKENS = {
     "a-reader": ("a-read-token-0123456789", ["read"], ["a"]),
     "a-runner": ("a-run-token-0123456789", ["run"], ["a"]),
     "a-forker": ("a-fork-token-0123456789", ["fork"], ["a"]),
+    "a-admin": ("a-admin-token-0123456789", ["admin"], ["a"]),
 }
 
 
@@ -294,6 +295,24 @@ async def test_an_unguarded_agent_never_gets_a_recorder_token_in_authorization(
     for headers in recorders:
         assert "authorization" not in headers
     assert own["authorization"] == "Bearer the-agents-own"
+
+
+async def test_an_admin_limited_to_agents_imports_nothing_and_reindexes_nothing(
+    rec: tuple[str, httpx.AsyncClient, Upstream],
+) -> None:
+    """An import may hold any agent's threads and annotations (a limited token would write
+    where it cannot even read); a reindex is every agent's."""
+    _, client, _ = rec
+    exported = (await client.get("/export", headers=bearer("full"))).content
+    renamed = exported.replace(b'"rb1"', b'"rb1-copy"').replace(b'"tb"', b'"tb-copy"')
+    jsonl = {"content-type": "application/x-ndjson"}
+    for path, body in (("/import", renamed), ("/search/reindex", b"")):
+        answer = await client.post(path, content=body, headers={**bearer("a-admin"), **jsonl})
+        assert answer.status_code == 403, (path, answer.text)
+        assert "limited to some agents" in answer.json()["detail"]
+    assert (await client.get("/runs/rb1-copy", headers=bearer("full"))).status_code == 404
+    done = await client.post("/import", content=renamed, headers={**bearer("admin"), **jsonl})
+    assert done.status_code == 200 and done.json()["runsCreated"] >= 1
 
 
 async def test_a_fork_with_the_full_token_does_not_forward_it(
