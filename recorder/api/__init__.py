@@ -11,7 +11,7 @@ import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import parse_qsl
 
 import orjson
 from fastapi import FastAPI
@@ -41,7 +41,7 @@ from recorder.api.views import JSON
 from recorder.config import AgentConfig, Settings, allowed_hosts
 from recorder.models import ErrorDetail, Health
 from recorder.runtime import Runtime
-from recorder.store import EventStore
+from recorder.store import EventStore, shown_url
 from recorder.telemetry.logs import ACCESS, SERVER
 
 
@@ -293,20 +293,13 @@ def started_fields(runtime: Runtime) -> dict[str, Any]:
     metrics_at = None if runtime.metrics is None else settings.metrics_address or "/metrics"
     return {
         "version": __version__,
-        "database": without_password(settings.db),
+        "database": shown_url(settings.db),
         "agents": ",".join(sorted(settings.agents)) or None,
         "durability": settings.durability,
         "metrics": metrics_at,
         "traces": settings.otel_endpoint,
         "owner": runtime.owner,
     }
-
-
-def without_password(url: str) -> str:
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    return url.replace(f":{parts.password}@", ":***@", 1)
 
 
 def document_proxy(app: FastAPI) -> None:

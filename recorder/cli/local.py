@@ -45,7 +45,7 @@ from recorder.models import (
 from recorder.proxy.proxy import Relay
 from recorder.redaction import Redactor
 from recorder.runtime import Runtime
-from recorder.store import EventStore, open_store
+from recorder.store import EventStore, open_store, shown_url
 from recorder.timetravel import annotating, audit, receipts, views
 from recorder.timetravel import search as search_answers
 from recorder.timetravel.audit import CLI, audited
@@ -75,10 +75,7 @@ def describe_database(url: str) -> str:
     path = sqlite_file(url)
     if path is not None:
         return f"sqlite+aiosqlite:///{path}"
-    try:
-        return make_url(url).render_as_string(hide_password=True)
-    except ArgumentError:
-        return url
+    return shown_url(url)
 
 
 async def open_database(url: str, *, create: bool) -> EventStore:

@@ -13,6 +13,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError
+
 from recorder.errors import ConfigError
 from recorder.store.errors import store_errors
 from recorder.store.inputs import CHUNK_CACHE_BYTES
@@ -476,6 +479,18 @@ class EventStore(Protocol):
         ...
 
 
+def shown_url(url: str) -> str:
+    """A database URL as logs and messages show it: without its password, in the user
+    part or the query (``?password=``, ``sslpassword=``)."""
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        return url
+    hidden = {key: "***" for key in parsed.query if "password" in key.lower()}
+    shown = parsed.update_query_dict(hidden).render_as_string(hide_password=True)
+    return shown.replace("=%2A%2A%2A", "=***")
+
+
 async def open_store(
     url: str,
     *,
@@ -499,7 +514,7 @@ async def open_store(
         kind = PostgresDatabase
     else:
         raise ConfigError(
-            f"unsupported database URL {url!r}: use sqlite+aiosqlite:///PATH "
+            f"unsupported database URL {shown_url(url)!r}: use sqlite+aiosqlite:///PATH "
             "or postgresql+asyncpg://USER@HOST/DB"
         )
     with store_errors(kind.classify):
@@ -544,4 +559,5 @@ __all__ = [
     "ThreadSource",
     "Tombstone",
     "open_store",
+    "shown_url",
 ]

@@ -278,8 +278,9 @@ async def test_errors_are_one_line(tmp_path: Path) -> None:
         assert done.code == 2 and done.err.startswith(
             f"recorder: cannot open SQLite database '{path}': {why}"
         ), done.err
-    done = await run_main("threads", "--db", "mysql://nope")
+    done = await run_main("threads", "--db", "mysql://root:pw1@db/x?password=pw2")
     assert done.code == 2 and "unsupported database URL" in done.err
+    assert "pw1" not in done.err and "pw2" not in done.err
     done = await run_main("serve", "--agent", "no-equals-sign")
     assert done.code == 2 and "NAME=URL" in done.err
     done = await run_main("threads", "--url", f"http://127.0.0.1:{free_port()}")
