@@ -76,6 +76,12 @@ async def test_diff_within_a_run_across_runs_and_across_a_fork(served: Any) -> N
         await http.get("/runs/c1-r1/diff", params={"from": -1, "toRun": "c1-f1", "toSeq": -1})
     ).json()
     assert fork["target"] == {"runId": "c1-f1", "seq": -1}
+    # `to` names the target's seq with toRun too, and toSeq without it: never dropped.
+    for params in ({"toRun": "c1-f1", "to": -1}, {"toSeq": 2}):
+        answer = (await http.get("/runs/c1-r1/diff", params=params)).json()
+        assert answer["target"]["seq"] == (-1 if "toRun" in params else 2), params
+    both = await http.get("/runs/c1-r1/diff", params={"to": 1, "toSeq": 2})
+    assert both.status_code == 422 and "give one" in both.json()["detail"]
     check(fork, await state_at(http, "c1-r1", -1), await state_at(http, "c1-f1", -1))
     assert {"op": "add", "path": "/forked", "value": True} in fork["patch"]
     assert any(m.get("content") == "What about Rome?" for m in fork["messages"]["added"])
