@@ -62,6 +62,30 @@ def _text(value: Any) -> str:
     return ""
 
 
+def _unescaped(text: str) -> str:
+    """JSON text (a tool call's arguments, a result a tool wrote as JSON) as it is searched:
+    with its strings' escapes read (``"Z\\u00fcrich"``, as Python's ``json.dumps`` writes
+    any letter past ASCII, is found as Zürich; an escaped newline splits no word). Text
+    with no escape, or that is not JSON, stays as it is."""
+    if "\\" not in text:
+        return text
+    try:
+        value = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return text
+    return _loose(value) if isinstance(value, (dict, list, str)) else text
+
+
+def _loose(value: Any) -> str:
+    if isinstance(value, str):
+        return f'"{value}"'
+    if isinstance(value, dict):
+        return "{" + ", ".join(f'"{k}": {_loose(v)}' for k, v in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ", ".join(_loose(v) for v in value) + "]"
+    return orjson.dumps(value).decode()
+
+
 class _Collector(Inbound):
     """Folds one run's events into documents, in the order their first event came."""
 
@@ -112,8 +136,10 @@ class _Collector(Inbound):
     def _doc(self, item: _Open) -> SearchDoc:
         text = "".join(item.parts)
         if item.kind == TOOL_CALL:
-            result = "".join(item.result)
-            text = "\n".join(part for part in (item.tool_name or "", text, result) if part)
+            result = _unescaped("".join(item.result))
+            text = "\n".join(
+                part for part in (item.tool_name or "", _unescaped(text), result) if part
+            )
         return SearchDoc(
             thread_id=self.run.thread_id,
             run_id=self.run.run_id,
@@ -245,7 +271,8 @@ _HANDLERS = _Handlers(
 
 
 def run_documents(run: Run, events: list[RecordedEvent]) -> list[SearchDoc]:
-    """The run's searchable documents: its posted user messages, then what it streamed."""
+    """The run's searchable documents: the user messages and tool results it was posted,
+    then what it streamed."""
     collector = _Collector(run, events)
     for event in events:
         collector.feed(event.payload)
@@ -263,8 +290,14 @@ def _posted_ids(run: Run) -> list[str]:
     return [m["id"] for m in messages if isinstance(m, dict) and isinstance(m.get("id"), str)]
 
 
+# The roles of the messages a turn adds to the history it posts.
+_POSTED = ("user", "tool")
+
+
 def posted_messages(run: Run) -> list[SearchDoc]:
-    """The user messages at the end of the run's posted input: what this turn added."""
+    """The user messages and tool results at the end of the run's posted input: what this
+    turn added (a frontend's tool runs in the browser: its result is posted, never
+    streamed)."""
     try:
         posted = orjson.loads(run.input) if run.input else None
     except orjson.JSONDecodeError:
@@ -274,12 +307,15 @@ def posted_messages(run: Run) -> list[SearchDoc]:
         return []
     trailing: list[dict[str, Any]] = []
     for message in reversed(messages):
-        if not isinstance(message, dict) or message.get("role") != "user":
+        if not isinstance(message, dict) or message.get("role") not in _POSTED:
             break
         trailing.append(message)
     docs = []
     for message in reversed(trailing):
-        text = _text(message.get("content"))[:MAX_DOC_CHARS]
+        text = _text(message.get("content"))
+        if message.get("role") == "tool":
+            text = _unescaped(text)
+        text = text[:MAX_DOC_CHARS]
         if not text.strip():
             continue
         message_id = message.get("id")
@@ -294,7 +330,7 @@ def posted_messages(run: Run) -> list[SearchDoc]:
                 recorded_at=run.created_at,
                 agent=run.agent,
                 message_id=message_id if isinstance(message_id, str) else None,
-                role="user",
+                role=str(message["role"]),
             )
         )
     return docs

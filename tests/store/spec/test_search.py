@@ -130,6 +130,52 @@ async def test_assembled_text_tool_calls_input_and_errors(store: EventStore) -> 
     assert error.doc.error_code == "upstream_idle" and error.doc.agent == "billing"
 
 
+async def test_escaped_json_and_a_frontend_tools_posted_result(store: EventStore) -> None:
+    import json  # (the escapes Python's own json.dumps writes)
+
+    args = json.dumps({"city": "Zürich", "note": "naïve\ncafé"})
+    await record(
+        store,
+        "r1",
+        "t1",
+        [
+            ev(type="TOOL_CALL_START", toolCallId="c1", toolCallName="weather"),
+            ev(type="TOOL_CALL_ARGS", toolCallId="c1", delta=args[:12]),
+            ev(type="TOOL_CALL_ARGS", toolCallId="c1", delta=args[12:]),
+            ev(type="TOOL_CALL_END", toolCallId="c1"),
+            ev(
+                type="TOOL_CALL_RESULT",
+                messageId="x",
+                toolCallId="c1",
+                content=json.dumps({"sky": "sunny over Genève"}),
+            ),
+            ev(type="TOOL_CALL_START", toolCallId="c2", toolCallName="ask_user"),
+            ev(type="TOOL_CALL_ARGS", toolCallId="c2", delta="{}"),
+            ev(type="TOOL_CALL_END", toolCallId="c2"),
+        ],
+    )
+    call = {"id": "c2", "type": "function", "function": {"name": "ask_user", "arguments": "{}"}}
+    await record(
+        store,
+        "r2",
+        "t1",
+        [],
+        messages=(
+            {"id": "a1", "role": "assistant", "toolCalls": [call]},
+            {"id": "t1", "role": "tool", "toolCallId": "c2", "content": "the user chose kiwi"},
+        ),
+    )
+    await Indexer(store).index_pending()
+    for words in ("zurich", "naive cafe", "geneve sunny"):
+        assert await hits(store, words) == [("r1", "tool_call", 1)], words
+    (tool,) = (await store.search(SearchFilter(text="zurich"))).items
+    assert [tool.snippet[a:b] for a, b in tool.marks] == ["Zürich"]
+    # A frontend tool's result: only ever posted, found in the input that posted it.
+    (posted,) = (await store.search(SearchFilter(text="kiwi"))).items
+    assert (posted.doc.run_id, posted.doc.kind, posted.doc.role) == ("r2", "input", "tool")
+    assert posted.snippet == "the user chose kiwi"
+
+
 @pytest.mark.parametrize(
     ("query", "found"),
     [
