@@ -37,6 +37,7 @@ from typing import Any, TypeVar
 from recorder.config import Settings
 from recorder.errors import (
     ConfigError,
+    Conflict,
     StoreError,
     StoreUnavailable,
 )
@@ -123,6 +124,10 @@ class JournaledStore(Passthrough):
     # -- writes ----------------------------------------------------------------------------
 
     async def create_run(self, run: NewRun) -> Run:
+        if run.run_id in self._next:
+            # Still being recorded by this process: a second run of that id would share
+            # its seqs in the journal (the database refuses it too, when it is up).
+            raise Conflict(f"run {run.run_id!r} already exists")
         if run.created_at is None:  # one time for the run, whichever way it is written
             run = dataclasses.replace(run, created_at=time.time())
         if not self.degraded:

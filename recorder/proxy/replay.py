@@ -197,10 +197,17 @@ class Replay:
             self._counts[run.run_id] = 0
         except Conflict:
             existing = await self._store.get_run(run.run_id)
-            # Owners are unique per process: the same owner and thread is this very run,
-            # created by an earlier pass or by a write that committed past its deadline.
-            if existing.owner != run.owner or existing.thread_id != run.thread_id:
-                self._refused.add(run.run_id)  # the id was taken by another run meanwhile
+            # Owners are unique per process, and a run's creation time is set once, before
+            # its first write: the same three are this very run, created by an earlier pass
+            # or by a write that committed past its deadline. Anything else is another run
+            # that took the id (a duplicate posted during the outage, to this process too).
+            same = (existing.owner, existing.thread_id, existing.created_at) == (
+                run.owner,
+                run.thread_id,
+                run.created_at,
+            )
+            if not same:
+                self._refused.add(run.run_id)
                 self._reject(record)
 
     def _reject(self, record: Record) -> None:

@@ -341,3 +341,41 @@ async def test_a_split_secret_recorded_through_an_outage_is_redacted_once_it_lan
             return b"[REDACTED:email]" in payloads[2] and b"mple.org" not in payloads[3]
 
         await eventually(redacted, "the split address redacted", 20)
+
+
+async def test_a_run_id_posted_twice_during_an_outage_stays_one_run(tmp_path: Path) -> None:
+    """A second run of an id while the first is being recorded is refused at once (its seqs
+    would mix with the first's in the journal); one of an id the database holds already is
+    refused at replay, whole, into rejected.log (never merged, never dropped unseen)."""
+    path = tmp_path / "recorder.db"
+    url = f"sqlite+aiosqlite:///{path}"
+    journal = tmp_path / "journal"
+    async with (
+        demo_upstream() as agent,
+        recorder_at(url, {"demo": agent}, store_deadline=0.3, journal_dir=str(journal)) as base,
+        httpx.AsyncClient(timeout=60, trust_env=False) as client,
+    ):
+        proxy = f"{base}/agents/demo"
+        before = await stream(client, proxy, "td", "done-before")
+        assert_clean(before)
+        locker = await _lock(path, 4)
+        first = asyncio.create_task(stream(client, proxy, "tl", "live", extra=20, delay=0.05))
+        await degraded(client, base)
+        again = await client.post(proxy, json={"threadId": "tl", "runId": "live", "messages": []})
+        assert again.status_code == 409 and "already exists" in again.json()["detail"]
+        # The database holds this one (recorded before the outage): only the replay knows.
+        duplicate = await stream(client, proxy, "td", "done-before")
+        assert duplicate.status == 200
+        await locker.wait()
+        live = await first
+        await drained(client, base)
+        store = await open_store(url)
+        try:
+            assert_clean(live)
+            await assert_recorded(store, live)
+            await assert_recorded(store, before)  # as it was: nothing of the duplicate
+            assert (await store.verify_chains(run_ids=["live", "done-before"])).ok
+        finally:
+            await store.close()
+    rejected = (journal / "rejected.log").read_bytes()
+    assert b"done-before" in rejected
