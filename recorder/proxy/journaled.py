@@ -204,7 +204,7 @@ class JournaledStore(Passthrough):
                 self._next[run_id] = first + len(events)
         for close in closes:
             self._next.pop(close.run_id, None)
-            records.append(Record(_status_meta(close)))
+            records.append(Record(_status_meta(close, now)))
         await self._journal(records)
         return results
 
@@ -234,7 +234,7 @@ class JournaledStore(Passthrough):
             except _Fallback:
                 pass
         closing = Closing(run_id, status, outcome, error, violations, summary)
-        await self._journal([Record(_status_meta(closing))])
+        await self._journal([Record(_status_meta(closing, time.time()))])
 
     async def set_summary(self, thread_id: str, summary: str) -> None:
         if not self.degraded:
@@ -464,8 +464,9 @@ async def open_journaled(settings: Settings, store: EventStore) -> JournaledStor
     return journaled
 
 
-def _status_meta(closing: Closing) -> dict[str, Any]:
-    """A journal record's ``status`` op: ``set_status``'s arguments."""
+def _status_meta(closing: Closing, now: float) -> dict[str, Any]:
+    """A journal record's ``status`` op: ``set_status``'s arguments, and when it was set
+    (a run that ended during an outage keeps its end time, not the replay's)."""
     return {
         "op": "status",
         "run_id": closing.run_id,
@@ -474,4 +475,5 @@ def _status_meta(closing: Closing) -> dict[str, Any]:
         "error": closing.error,
         "violations": closing.violations,
         "summary": closing.summary,
+        "at": closing.finished_at if closing.finished_at is not None else now,
     }

@@ -27,7 +27,7 @@ from recorder.errors import (
     StoreUnavailable,
 )
 from recorder.proxy.journal import MAGIC, Record, encode, orphans, read, recover, release
-from recorder.store import EventStore, NewEvent, NewRun
+from recorder.store import Closing, EventStore, NewEvent, NewRun
 from recorder.store.model import INCOMPLETE, RUNNING
 
 LOG = logging.getLogger("recorder.journal")
@@ -158,14 +158,22 @@ class Replay:
                 current = await self._store.get_run(meta["run_id"])
                 if current.status == meta["status"] and current.status != RUNNING:
                     return None
-                await self._store.set_status(
+                if meta["status"] == RUNNING or current.status == INCOMPLETE:
+                    # (closed by a reaper while its end was held here: reopened, then
+                    # closed by its own record)
+                    await self._store.set_status(meta["run_id"], RUNNING)
+                    if meta["status"] == RUNNING:
+                        return None
+                closing = Closing(
                     meta["run_id"],
                     meta["status"],
-                    outcome=meta["outcome"],
-                    error=meta["error"],
-                    violations=meta["violations"],
-                    summary=meta["summary"],
+                    meta["outcome"],
+                    meta["error"],
+                    meta["violations"],
+                    meta["summary"],
+                    meta.get("at"),  # (journals of earlier versions: the replay's time)
                 )
+                await self._store.append_batches([(meta["run_id"], [])], [closing])
             except NotFound:
                 self._reject(record)
         elif op == "summary":

@@ -379,3 +379,29 @@ async def test_a_run_id_posted_twice_during_an_outage_stays_one_run(tmp_path: Pa
             await store.close()
     rejected = (journal / "rejected.log").read_bytes()
     assert b"done-before" in rejected
+
+
+async def test_a_run_that_ended_during_an_outage_keeps_its_end_time(tmp_path: Path) -> None:
+    path = tmp_path / "recorder.db"
+    url = f"sqlite+aiosqlite:///{path}"
+    async with (
+        demo_upstream() as agent,
+        recorder_at(url, {"demo": agent}, store_deadline=0.3) as base,
+        httpx.AsyncClient(timeout=60, trust_env=False) as client,
+    ):
+        locker = await _lock(path, 4)
+        seen = await stream(client, f"{base}/agents/demo", "te", "quick")
+        assert_clean(seen)
+        await degraded(client, base)
+        await locker.wait()
+        await drained(client, base)
+        store = await open_store(url)
+        try:
+            run = await store.get_run("quick")
+            last = (await store.read_events("quick"))[-1]
+        finally:
+            await store.close()
+    # Its end is when it ended (its last frame), not when the journal reached the database.
+    assert run.finished_at is not None and last.recorded_at is not None
+    assert abs(run.finished_at - last.recorded_at) < 1.0
+    assert run.finished_at - run.created_at < 1.5
