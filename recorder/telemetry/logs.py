@@ -37,7 +37,8 @@ logging.getLogger("recorder").addHandler(logging.NullHandler())
 
 def configure(level: str = "info", fmt: LogFormat = "text", stream: Any = None) -> None:
     """Send the recorder's and uvicorn's records at ``level`` and above to ``stream``
-    (standard error by default), one line each, in ``fmt``."""
+    (standard error by default), one line each, in ``fmt``; every other logger's warnings
+    and errors too."""
     handler = logging.StreamHandler(stream or sys.stderr)
     handler.setFormatter(JsonFormatter() if fmt == "json" else TextFormatter())
     for name in _TAKEN_OVER:
@@ -45,6 +46,11 @@ def configure(level: str = "info", fmt: LogFormat = "text", stream: Any = None) 
         logger.handlers = [handler]
         logger.setLevel(level.upper())
         logger.propagate = False
+    # Every other library's warnings (asyncpg's pool during an outage, asyncio's), one line
+    # each in the same format: never a stray traceback among JSON lines.
+    root = logging.getLogger()
+    root.handlers = [handler]
+    root.setLevel(max(logging.WARNING, logging.getLevelName(level.upper())))
 
 
 def fields_of(record: logging.LogRecord) -> dict[str, Any]:

@@ -22,7 +22,7 @@ from tests.cli.conftest import RECORDER, clean_env
 from tests.servers import free_port, serving
 from tests.telemetry.scripts import run_input, scripted_agent
 
-LOGGERS = ("recorder", "uvicorn", "uvicorn.error", "uvicorn.access")
+LOGGERS = ("recorder", "uvicorn", "uvicorn.error", "uvicorn.access", "")  # "": the root
 
 
 @pytest.fixture
@@ -44,6 +44,20 @@ def log_lines() -> Iterator[io.StringIO]:
 
 def lines(buffer: io.StringIO) -> list[dict[str, Any]]:
     return [json.loads(line) for line in buffer.getvalue().splitlines()]
+
+
+def test_another_librarys_warning_is_a_line_of_the_same_format(log_lines: io.StringIO) -> None:
+    """asyncpg's pool warns with a traceback during an outage: one JSON line too, never a
+    stray traceback among them; a library's info stays out."""
+    pool = logging.getLogger("asyncpg.pool")
+    try:
+        raise ConnectionRefusedError("connect call failed")
+    except ConnectionRefusedError:
+        pool.warning("Failed to restore the pool connection floor; retrying", exc_info=True)
+    logging.getLogger("httpx").info("HTTP Request: POST http://agent/")
+    (line,) = lines(log_lines)
+    assert (line["logger"], line["level"]) == ("asyncpg.pool", "WARNING")
+    assert "ConnectionRefusedError" in json.dumps(line)
 
 
 async def test_one_line_per_ended_run(sqlite_url: str, log_lines: io.StringIO) -> None:
