@@ -95,6 +95,7 @@ class Proxy:
         self._slots = asyncio.Semaphore(settings.max_concurrent_runs)
         # Runs whose recording ended while the store was down: closed once it is back.
         self.unclosed: dict[str, LeftOpen] = {}
+        self.stopping = False
 
     def upstream(self, agent: str) -> AgentLeg:
         """How to reach ``agent``; ``AgentNotFound`` when no agent has that name."""
@@ -143,6 +144,7 @@ class Proxy:
                 self._slots.release()
 
     async def close(self) -> None:
+        self.stopping = True  # (the recordings cancelled now say so in their RUN_ERROR)
         for recording in list(self.active.values()):
             recording.task.cancel()
         await asyncio.gather(*(r.task for r in self.active.values()), return_exceptions=True)

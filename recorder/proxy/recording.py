@@ -57,7 +57,7 @@ of a batch, and of each run's end (once, when the recording ends).
 
 The recorder's own RUN_ERROR codes: ``upstream_dropped``, ``upstream_idle``,
 ``upstream_incomplete``, ``frame_too_large``, ``limit_exceeded``, ``client_disconnected``,
-and ``store_failure`` (the one frame that is never in the log, since the log failed).
+``recorder_stopped`` (a shutdown cut the run off) and ``store_failure`` (the one frame that is never in the log, since the log failed).
 """
 
 from __future__ import annotations
@@ -112,6 +112,7 @@ class Host(Protocol):
     committer: GroupCommitter
     owner: str
     redactor: Redactor | None
+    stopping: bool  # the recorder is shutting down (its recordings are cancelled)
 
     def register(self, recording: RunRecording) -> None: ...
     def finished(self, run_id: str) -> None: ...
@@ -193,9 +194,12 @@ class RunRecording:
         except asyncio.CancelledError:
             self.phase = Phase.CLOSING
             await self._flush()
-            await self._close_with(
-                "the client disconnected; recording stopped", "client_disconnected"
-            )
+            if self._host.stopping:
+                await self._close_with("the recorder stopped; recording ended", "recorder_stopped")
+            else:
+                await self._close_with(
+                    "the client disconnected; recording stopped", "client_disconnected"
+                )
             raise
         finally:
             self.phase = Phase.CLOSING

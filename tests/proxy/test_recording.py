@@ -9,6 +9,7 @@ upstreams and a real store.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -86,6 +87,28 @@ async def test_a_recording_stopped_before_it_ran_still_ends_cleanly(db_url: str)
             await proxy.close()  # no await in between: the task has not run yet
             await asyncio.wait_for(drain(result), 10)
             assert not proxy.active and not proxy._slots.locked()
+    finally:
+        await store.close()
+
+
+async def test_a_shutdown_mid_run_is_recorded_as_one_not_as_the_client_leaving(
+    db_url: str,
+) -> None:
+    store = await open_store(db_url, migrate=True)
+    try:
+        async with proxy_on(store, db_url) as proxy:
+            result = await proxy.start("demo", slow_run("r1"), {})
+            assert isinstance(result, Stream)
+            chunks = result.chunks.__aiter__()
+            await asyncio.wait_for(chunks.__anext__(), 10)  # the run is under way
+            await proxy.close()
+            with contextlib.suppress(StopAsyncIteration):
+                while True:
+                    await asyncio.wait_for(chunks.__anext__(), 10)
+        run = await store.get_run("r1")
+        last = (await store.read_events("r1"))[-1]
+        assert run.status == "error" and run.error == "the recorder stopped; recording ended"
+        assert orjson.loads(last.payload)["code"] == "recorder_stopped"
     finally:
         await store.close()
 
