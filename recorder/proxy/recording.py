@@ -57,7 +57,8 @@ of a batch, and of each run's end (once, when the recording ends).
 
 The recorder's own RUN_ERROR codes: ``upstream_dropped``, ``upstream_idle``,
 ``upstream_incomplete``, ``frame_too_large``, ``limit_exceeded``, ``client_disconnected``,
-``recorder_stopped`` (a shutdown cut the run off) and ``store_failure`` (the one frame that is never in the log, since the log failed).
+``recorder_stopped`` (a shutdown cut the run off) and ``store_failure`` (the one frame
+that is never in the log, since the log failed).
 """
 
 from __future__ import annotations

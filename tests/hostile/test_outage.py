@@ -63,7 +63,14 @@ async def test_runs_cut_off_by_an_outage_are_closed_when_the_database_returns() 
                 assert (last["type"], last["code"]) == ("RUN_ERROR", "store_failure")
 
                 # during the outage: a clear 503 from reads and /healthz, never a 500
-                for path in ("/healthz", "/runs/r", "/threads", "/runs/r/events", "/threads/t"):
+                for path in (
+                    "/healthz",
+                    "/runs/r",
+                    "/threads",
+                    "/runs/r/events",
+                    "/threads/t",
+                    "/export",
+                ):
                     during = await client.get(path)
                     assert during.status_code == 503, (path, during.text)
                     assert during.json() == {"detail": "the database is unavailable"}
