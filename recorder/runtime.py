@@ -12,9 +12,10 @@ import time
 from collections.abc import Callable
 
 from recorder.config import Settings
-from recorder.errors import ConfigError
+from recorder.errors import ConfigError, RunNotFound, StoreError
 from recorder.proxy.journaled import JournaledStore, open_journaled
 from recorder.proxy.proxy import Proxy, new_owner
+from recorder.proxy.replay import falls_back
 from recorder.proxy.upstream import UpstreamClient
 from recorder.store import EventStore, open_store
 from recorder.store.sql import SqlStore
@@ -188,22 +189,26 @@ class Runtime:
     async def _redact_split(self, run_id: str) -> None:
         """With redaction rules, what the run's deltas hold together (``redact_split``).
         While the journal holds writes (the run's end may be in it, not in the database)
-        and after a failure, the run waits: the heartbeat tries it again once the database
-        has everything (a stop leaves the rest to ``recorder redact``)."""
+        and while the database is out, the run waits: the heartbeat tries it again once
+        the database has everything. Any other failure, and a stop, leave the rest to
+        ``recorder redact``."""
         redactor = self.proxy.redactor
         if redactor is None:
             return
         if self.journal is not None and self.journal.degraded:
             self._unredacted.add(run_id)
             return
+        fields = {"run_id": run_id}
         try:
             await redact_split(self.store, run_id, redactor, actor="redaction")
-        except Exception:
-            self._unredacted.add(run_id)
-            fields = {"run_id": run_id}
-            SERVER.exception("redacting split secrets failed", extra={"fields": fields})
-        else:
-            self._unredacted.discard(run_id)
+        except RunNotFound:  # purged meanwhile: nothing left to redact
+            pass
+        except Exception as exc:
+            if isinstance(exc, StoreError) and falls_back(exc):
+                self._unredacted.add(run_id)  # the database out: tried again once it is back
+                SERVER.warning("redacting split secrets postponed", extra={"fields": fields})
+            else:  # (left to ``recorder redact``, not tried again and again)
+                SERVER.exception("redacting split secrets failed", extra={"fields": fields})
 
     async def _keep_alive(self) -> None:
         while True:

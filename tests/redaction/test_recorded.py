@@ -223,3 +223,20 @@ async def test_an_import_is_redacted(tmp_path: Path) -> None:
         state = (await client.get("/runs/r1/state")).json()
         assert state["messages"][2]["content"] == "ok from [REDACTED:ip]"
         assert state["messages"][1]["content"] == "Write to [REDACTED:email], or [REDACTED:email]."
+
+
+async def test_a_run_gone_before_its_split_secrets_were_looked_for_is_let_go(
+    tmp_path: Path,
+) -> None:
+    """A run purged between its end and the redaction behind it: nothing to redact, and
+    not tried again at every heartbeat."""
+    from recorder.config import Settings
+    from recorder.runtime import Runtime
+
+    settings = Settings(db=f"sqlite+aiosqlite:///{tmp_path / 'r.db'}", redaction=REDACTION)
+    runtime = await Runtime.start(settings)
+    try:
+        await runtime._redact_split("purged-meanwhile")
+        assert runtime._unredacted == set()
+    finally:
+        await runtime.close()
