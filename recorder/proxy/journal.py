@@ -280,6 +280,27 @@ def release(path: Path, fd: int) -> None:
     os.close(fd)
 
 
+# In a per-user journal directory: the database URL it is for, as written (no password).
+DATABASE_NOTE = "database.txt"
+
+
+def left_beside(directory: Path) -> list[tuple[Path, str | None]]:
+    """Other per-user journal directories (``journal_directory``: one per database URL, as
+    it is spelled) holding journals of processes that are gone, with the URL each is for:
+    a database named another way (``localhost`` for ``127.0.0.1``) whose crash left them."""
+    found: list[tuple[Path, str | None]] = []
+    for other in sorted(directory.parent.glob("journal-*")):
+        if other == directory or not other.is_dir():
+            continue
+        left = orphans(other)
+        for _path, fd in left:
+            os.close(fd)
+        if left:
+            note = other / DATABASE_NOTE
+            found.append((other, note.read_text().strip() if note.is_file() else None))
+    return found
+
+
 def journal_directory(settings_dir: str | None, url: str) -> tuple[Path, bool]:
     """Where the journal of the database at ``url`` lives, and whether that directory is a
     private temporary one (an in-memory database: nothing to recover after the process).

@@ -41,7 +41,13 @@ from recorder.errors import (
     StoreError,
     StoreUnavailable,
 )
-from recorder.proxy.journal import JournalFile, Record, journal_directory
+from recorder.proxy.journal import (
+    DATABASE_NOTE,
+    JournalFile,
+    Record,
+    journal_directory,
+    left_beside,
+)
 from recorder.proxy.passthrough import Passthrough
 from recorder.proxy.replay import Replay, adopt, falls_back
 from recorder.store import (
@@ -51,6 +57,7 @@ from recorder.store import (
     NewEvent,
     NewRun,
     Run,
+    shown_url,
 )
 from recorder.store.closing import check_closes
 from recorder.store.model import (
@@ -439,6 +446,16 @@ async def recover(settings: Settings, store: EventStore) -> None:
         return
     for owner in sorted(await adopt(store, directory)):
         await store.mark_incomplete(owner=owner)
+    if settings.journal_dir is None and not directory.name.endswith(".journal"):
+        # Kept by database URL, as spelled: a crash's journal under another spelling of
+        # this database would be missed without a word.
+        for other, url in left_beside(directory):
+            LOG.warning(
+                "journals left by a recorder that stopped are in %s (for %s): if that is this "
+                "database, start once with journal_dir set to it to replay them",
+                other,
+                url or "a database not named there",
+            )
 
 
 async def open_journaled(settings: Settings, store: EventStore) -> JournaledStore:
@@ -453,6 +470,9 @@ async def open_journaled(settings: Settings, store: EventStore) -> JournaledStor
             f"cannot write the journal in {directory} ({exc.strerror or exc}): "
             "set journal_dir to a writable directory, or journal = false"
         ) from exc
+    if settings.journal_dir is None and not private and not directory.name.endswith(".journal"):
+        with contextlib.suppress(OSError):  # (what the warning above names it by)
+            (directory / DATABASE_NOTE).write_text(shown_url(store.url) + "\n")
     journaled = JournaledStore(
         store,
         journal,

@@ -217,3 +217,30 @@ async def test_a_close_journaled_with_its_events_is_replayed_after_them(
     finally:
         await journaled.close()
         await store.close()
+
+
+@pytest.mark.postgres
+async def test_a_crash_journal_under_another_spelling_of_the_url_is_named_at_start(
+    tmp_path: Path, pg_url: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The per-user journal directory is kept by the URL as written: a recorder killed in
+    an outage and started again with ``localhost`` for ``127.0.0.1`` finds nothing there.
+    It says where the journal is, and for which URL, instead of starting without a word."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    from recorder.proxy.journal import journal_directory
+
+    first, _ = journal_directory(None, pg_url)
+    runtime = await Runtime.start(Settings(db=pg_url))  # writes the directory's note
+    await runtime.close()
+    await _crashed_journal(pg_url, first, 2)
+    other = pg_url.replace("127.0.0.1", "localhost")
+    assert journal_directory(None, other)[0] != first
+    with caplog.at_level("WARNING", logger="recorder.journal"):
+        runtime = await Runtime.start(Settings(db=other))
+        await runtime.close()
+    (said,) = [r.getMessage() for r in caplog.records if "journals left" in r.getMessage()]
+    assert str(first) in said and "@127.0.0.1" in said
+    # Started with that directory, it replays them.
+    runtime = await _start(other, first)
+    await runtime.close()
+    assert len(await _payloads(pg_url)) == 6
