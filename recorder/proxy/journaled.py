@@ -98,6 +98,9 @@ class JournaledStore(Passthrough):
         self._max_outage = max_outage
         self._survives = store.append_survives_cancel
         self._next: dict[str, int] = {}  # each live run's next seq, known to this process
+        # Runs of this process whose creation the replay refused (their id was taken by
+        # another run meanwhile): nothing more of theirs is written, anywhere.
+        self._refused: set[str] = set()
         self._abandoned: set[asyncio.Task[Any]] = set()
         self._drain: asyncio.Task[None] | None = None
         self._drained = journal.start  # the offset up to which the journal was replayed
@@ -176,6 +179,7 @@ class JournaledStore(Passthrough):
         """As the store's; a journaled event's ``position`` is 0 (it gets one when drained).
         Journaled, the closes follow the events as records of their own, replayed in order
         (one commit each, as when they were written apart)."""
+        self._check_refused([run_id for run_id, _events in batches])
         if not self.degraded:
             try:
                 results = await self._direct(self.store.append_batches(batches, closes))
@@ -225,6 +229,7 @@ class JournaledStore(Passthrough):
         violations: list[dict[str, object]] | None = None,
         summary: str | None = None,
     ) -> None:
+        self._check_refused([run_id])
         if status in TERMINAL:
             self._next.pop(run_id, None)
         if not self.degraded:
@@ -250,6 +255,18 @@ class JournaledStore(Passthrough):
             except _Fallback:
                 pass
         await self._journal([Record({"op": "summary", "thread_id": thread_id, "summary": summary})])
+
+    def _check_refused(self, run_ids: Sequence[str]) -> None:
+        """A run the replay refused goes no further: after the drain its writes would go
+        straight into the run that holds its id (``Conflict``: the recording stops)."""
+        if not self._refused:
+            return
+        for run_id in run_ids:
+            if run_id in self._refused:
+                raise Conflict(
+                    f"run {run_id!r} was refused when the journal reached the database: its "
+                    "id belongs to another run"
+                )
 
     # -- the database, or else the journal -------------------------------------------------
 
@@ -338,6 +355,7 @@ class JournaledStore(Passthrough):
             return False
         finally:
             self.rejected += replay.rejected
+            self._refused |= replay.refused
         self.reason = "the journal is being written to the database"
         if self._drained < self.journal.synced or not self.journal.idle:
             return False

@@ -51,7 +51,7 @@ class Replay:
         # Appends of one pass are checked against these and committed in groups: the
         # database's counts are read once per run, then followed.
         self._counts: dict[str, int] = {}  # event_count of each run met, as of this pass
-        self._refused: set[str] = set()  # runs whose creation the database refused
+        self.refused: set[str] = set()  # runs whose creation the database refused
         self._closed: set[str] = set()  # runs met closed
         self._incomplete: set[str] = set()  # runs met closed as incomplete
         self.rejected = 0
@@ -95,7 +95,7 @@ class Replay:
     async def _appends(self, group: list[tuple[str, int | None, list[NewEvent], Record]]) -> None:
         todo: list[tuple[str, list[NewEvent], Record]] = []
         for run_id, first, events, record in group:
-            if run_id in self._refused:
+            if run_id in self.refused:
                 self._reject(record)
                 continue
             count = await self._count(run_id)
@@ -152,7 +152,7 @@ class Replay:
         if op == "create":
             await self._create(record)
         elif op == "status":
-            if meta["run_id"] in self._refused:
+            if meta["run_id"] in self.refused:
                 return self._reject(record)
             try:
                 current = await self._store.get_run(meta["run_id"])
@@ -215,7 +215,7 @@ class Replay:
                 run.created_at,
             )
             if not same:
-                self._refused.add(run.run_id)
+                self.refused.add(run.run_id)
                 self._reject(record)
 
     def _reject(self, record: Record) -> None:

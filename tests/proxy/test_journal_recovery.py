@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from recorder.config import Settings
-from recorder.errors import ConfigError, JournalCorrupt
+from recorder.errors import ConfigError, Conflict, JournalCorrupt
 from recorder.proxy.journal import MAGIC, JournalFile, Record, encode
 from recorder.proxy.journaled import JournaledStore
 from recorder.runtime import Runtime
@@ -244,3 +244,40 @@ async def test_a_crash_journal_under_another_spelling_of_the_url_is_named_at_sta
     runtime = await _start(other, first)
     await runtime.close()
     assert len(await _payloads(pg_url)) == 6
+
+
+async def test_a_run_the_replay_refused_writes_nothing_more(
+    tmp_path: Path, sqlite_url: str
+) -> None:
+    """A run created in the journal under an id another process's live run took meanwhile:
+    the replay refuses it, and its later writes (straight to the database once the journal
+    is drained) are refused too, never appended to the other run."""
+    store = await open_store(sqlite_url, migrate=True)
+    down = Switchable(store)
+    journaled = JournaledStore(
+        down,  # type: ignore[arg-type]
+        JournalFile.create(tmp_path / "journal"),
+        deadline=1,
+        max_bytes=1 << 20,
+        max_outage=60,
+    )
+    try:
+        await store.create_run(NewRun("x", "t", agent="demo", owner="another-process"))
+        await store.append("x", [NewEvent(b'{"theirs": 1}', "CUSTOM")])
+        down.down = True
+        await journaled.create_run(NewRun("x", "t", agent="demo", owner="this-process"))
+        await journaled.append("x", [NewEvent(b'{"mine": 1}', "CUSTOM")])
+        assert journaled._drain is not None
+        journaled._drain.cancel()
+        down.down = False
+        assert await journaled._drain_once()
+        assert journaled.rejected == 2  # its create and its batch, kept in rejected.log
+        with pytest.raises(Conflict, match="refused when the journal reached the database"):
+            await journaled.append("x", [NewEvent(b'{"mine": 2}', "CUSTOM")])
+        with pytest.raises(Conflict):
+            await journaled.set_status("x", "finished")
+        assert [e.payload for e in await store.read_events("x")] == [b'{"theirs": 1}']
+        assert (await store.get_run("x")).status == "running"
+    finally:
+        await journaled.close()
+        await store.close()
