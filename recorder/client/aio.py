@@ -477,6 +477,8 @@ async def _upload(lines: Iterable[bytes] | AsyncIterable[bytes]) -> AsyncIterato
 
 
 def _target(thread_id: str | None, run_id: str | None) -> str:
+    if run_id is not None and thread_id is not None:
+        raise InputError("name a thread or a run, not both (a run's annotations are its own)")
     if run_id is not None:
         return f"/runs/{_seg(run_id)}"
     if thread_id is None:

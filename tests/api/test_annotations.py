@@ -71,6 +71,10 @@ async def test_annotate_filter_export_import(served: Any, tmp_path: Path) -> Non
             await client.remove_note(extra.note_id)
         with pytest.raises(InputError):
             await client.set_tags({"": "x"}, thread_id="c1")
+        # Both a thread and a run: refused, not one of them quietly taken.
+        with pytest.raises(InputError, match="not both"):
+            await client.set_tags({"k": "v"}, thread_id="c1", run_id="c1-r1")
+        assert "k" not in (await client.annotations("c1")).tags
         page = await client.threads(tags={"team": "billing"})
         assert [t.thread_id for t in page.threads] == ["c1"]
         exported = b"".join([chunk async for chunk in client.export_jsonl()])
