@@ -20,19 +20,24 @@ from tests.proxy.down import Switchable
 OWNER = "recorder-gone"
 
 
-async def _crashed_journal(url: str, directory: Path, batches: int) -> Path:
-    """A journal as a recorder leaves it when killed during an outage: a run created and
-    ``batches`` batches appended, none of them in the database."""
-    store = await open_store(url, migrate=True)
-    down = Switchable(store)
-    down.down = True
-    journaled = JournaledStore(
+def _journaled(down: Switchable, directory: Path) -> JournaledStore:
+    """A journaled store over ``down``, its journal in ``directory``."""
+    return JournaledStore(
         down,  # type: ignore[arg-type]
         JournalFile.create(directory),
         deadline=1,
         max_bytes=1 << 20,
         max_outage=60,
     )
+
+
+async def _crashed_journal(url: str, directory: Path, batches: int) -> Path:
+    """A journal as a recorder leaves it when killed during an outage: a run created and
+    ``batches`` batches appended, none of them in the database."""
+    store = await open_store(url, migrate=True)
+    down = Switchable(store)
+    down.down = True
+    journaled = _journaled(down, directory)
     await journaled.create_run(NewRun("r1", "t1", agent="demo", input=b'{"x": 1}', owner=OWNER))
     for i in range(batches):
         events = [NewEvent(f'{{"n": {i}, "k": {k}}}'.encode(), "CUSTOM") for k in range(3)]
@@ -190,13 +195,7 @@ async def test_a_close_journaled_with_its_events_is_replayed_after_them(
     (events first); the drain writes them in that order: the run ends closed, whole."""
     store = await open_store(sqlite_url, migrate=True)
     down = Switchable(store)
-    journaled = JournaledStore(
-        down,  # type: ignore[arg-type]
-        JournalFile.create(tmp_path / "journal"),
-        deadline=1,
-        max_bytes=1 << 20,
-        max_outage=60,
-    )
+    journaled = _journaled(down, tmp_path / "journal")
     try:
         await journaled.create_run(NewRun("r1", "t1", agent="demo", owner=OWNER))
         down.down = True
@@ -254,13 +253,7 @@ async def test_a_run_the_replay_refused_writes_nothing_more(
     is drained) are refused too, never appended to the other run."""
     store = await open_store(sqlite_url, migrate=True)
     down = Switchable(store)
-    journaled = JournaledStore(
-        down,  # type: ignore[arg-type]
-        JournalFile.create(tmp_path / "journal"),
-        deadline=1,
-        max_bytes=1 << 20,
-        max_outage=60,
-    )
+    journaled = _journaled(down, tmp_path / "journal")
     try:
         await store.create_run(NewRun("x", "t", agent="demo", owner="another-process"))
         await store.append("x", [NewEvent(b'{"theirs": 1}', "CUSTOM")])

@@ -57,14 +57,24 @@ async def _lock(path: Path, seconds: float) -> asyncio.subprocess.Process:
     return proc
 
 
-async def test_sqlite_locked_past_the_deadline(tmp_path: Path) -> None:
+@contextlib.asynccontextmanager
+async def _demo_recorder(
+    tmp_path: Path, **settings: Any
+) -> AsyncIterator[tuple[Path, str, str, httpx.AsyncClient]]:
+    """A recorder on a SQLite file, in front of the demo agent, its writes journaled past
+    0.3 s: the file, its URL, the recorder's base URL, a client."""
     path = tmp_path / "recorder.db"
     url = f"sqlite+aiosqlite:///{path}"
     async with (
         demo_upstream() as agent,
-        recorder_at(url, {"demo": agent}, store_deadline=0.3) as base,
+        recorder_at(url, {"demo": agent}, store_deadline=0.3, **settings) as base,
         httpx.AsyncClient(timeout=60, trust_env=False) as client,
     ):
+        yield path, url, base, client
+
+
+async def test_sqlite_locked_past_the_deadline(tmp_path: Path) -> None:
+    async with _demo_recorder(tmp_path) as (path, url, base, client):
         proxy = f"{base}/agents/demo"
         before = await stream(client, proxy, "t0", "before")
         streams = [
@@ -347,14 +357,8 @@ async def test_a_run_id_posted_twice_during_an_outage_stays_one_run(tmp_path: Pa
     """A second run of an id while the first is being recorded is refused at once (its seqs
     would mix with the first's in the journal); one of an id the database holds already is
     refused at replay, whole, into rejected.log (never merged, never dropped unseen)."""
-    path = tmp_path / "recorder.db"
-    url = f"sqlite+aiosqlite:///{path}"
     journal = tmp_path / "journal"
-    async with (
-        demo_upstream() as agent,
-        recorder_at(url, {"demo": agent}, store_deadline=0.3, journal_dir=str(journal)) as base,
-        httpx.AsyncClient(timeout=60, trust_env=False) as client,
-    ):
+    async with _demo_recorder(tmp_path, journal_dir=str(journal)) as (path, url, base, client):
         proxy = f"{base}/agents/demo"
         before = await stream(client, proxy, "td", "done-before")
         assert_clean(before)
@@ -382,13 +386,7 @@ async def test_a_run_id_posted_twice_during_an_outage_stays_one_run(tmp_path: Pa
 
 
 async def test_a_run_that_ended_during_an_outage_keeps_its_end_time(tmp_path: Path) -> None:
-    path = tmp_path / "recorder.db"
-    url = f"sqlite+aiosqlite:///{path}"
-    async with (
-        demo_upstream() as agent,
-        recorder_at(url, {"demo": agent}, store_deadline=0.3) as base,
-        httpx.AsyncClient(timeout=60, trust_env=False) as client,
-    ):
+    async with _demo_recorder(tmp_path) as (path, url, base, client):
         locker = await _lock(path, 4)
         seen = await stream(client, f"{base}/agents/demo", "te", "quick")
         assert_clean(seen)
