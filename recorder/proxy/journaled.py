@@ -338,7 +338,7 @@ class JournaledStore(Passthrough):
     async def _drain_once(self) -> bool:
         """Replay what the journal holds; True once it is empty and writes go to the
         database again."""
-        replay = Replay(self.store, self.journal.path.parent)
+        replay = Replay(self.store, self.journal.path.parent, self._refused)
         try:
             while self._drained < self.journal.synced:
                 # A write abandoned at its deadline is in ``_abandoned`` before its record
@@ -355,7 +355,6 @@ class JournaledStore(Passthrough):
             return False
         finally:
             self.rejected += replay.rejected
-            self._refused |= replay.refused
         self.reason = "the journal is being written to the database"
         if self._drained < self.journal.synced or not self.journal.idle:
             return False

@@ -45,13 +45,16 @@ def falls_back(exc: BaseException) -> bool:
 class Replay:
     """One pass of journal records into the database, skipping what it holds already."""
 
-    def __init__(self, store: EventStore, directory: Path) -> None:
+    def __init__(self, store: EventStore, directory: Path, refused: set[str] | None = None) -> None:
         self._store = store
         self._directory = directory
         # Appends of one pass are checked against these and committed in groups: the
         # database's counts are read once per run, then followed.
         self._counts: dict[str, int] = {}  # event_count of each run met, as of this pass
-        self.refused: set[str] = set()  # runs whose creation the database refused
+        # Runs whose creation the database refused: shared by the passes over one journal
+        # (a pass cut short by the database leaves the rest of a refused run to the next,
+        # past its create record).
+        self.refused: set[str] = set() if refused is None else refused
         self._closed: set[str] = set()  # runs met closed
         self._incomplete: set[str] = set()  # runs met closed as incomplete
         self.rejected = 0

@@ -13,6 +13,7 @@ from recorder.config import Settings
 from recorder.errors import ConfigError, Conflict, JournalCorrupt
 from recorder.proxy.journal import MAGIC, JournalFile, Record, encode
 from recorder.proxy.journaled import JournaledStore
+from recorder.proxy.replay import Replay
 from recorder.runtime import Runtime
 from recorder.store import Closing, NewEvent, NewRun, open_store
 from tests.proxy.down import Switchable
@@ -273,4 +274,80 @@ async def test_a_run_the_replay_refused_writes_nothing_more(
         assert (await store.get_run("x")).status == "running"
     finally:
         await journaled.close()
+        await store.close()
+
+
+async def test_a_refused_run_stays_refused_across_the_passes_of_a_drain(
+    tmp_path: Path, sqlite_url: str
+) -> None:
+    """A drain cut short (the database failing again) leaves the rest of a refused run to a
+    later pass, past its create record: its batches and status must still be refused, not
+    written into the run that holds its id."""
+    store = await open_store(sqlite_url, migrate=True)
+    try:
+        await store.create_run(NewRun("X", "t", agent="a", owner="other", created_at=100.0))
+        await store.append("X", [NewEvent(b'{"theirs": 0}', "CUSTOM")])
+        directory = tmp_path / "journal"
+        directory.mkdir()
+        records = [
+            Record(
+                {
+                    "op": "create",
+                    "run_id": "X",
+                    "thread_id": "t",
+                    "agent": "a",
+                    "parent_run_id": None,
+                    "parent_seq": None,
+                    "parent_inferred": False,
+                    "origin": "proxy",
+                    "owner": "me",
+                    "created_at": 200.0,
+                    "infer_parent": False,
+                    "has_input": False,
+                }
+            ),
+            Record(
+                {
+                    "op": "append",
+                    "run_id": "X",
+                    "first_seq": 0,
+                    "events": [["CUSTOM", "upstream", 200.0]],
+                },
+                (b'{"mine": 0}',),
+            ),
+            Record(
+                {
+                    "op": "append",
+                    "run_id": "X",
+                    "first_seq": 1,
+                    "events": [["CUSTOM", "upstream", 201.0]],
+                },
+                (b'{"mine": 1}',),
+            ),
+            Record(
+                {
+                    "op": "status",
+                    "run_id": "X",
+                    "status": "error",
+                    "outcome": None,
+                    "error": "mine",
+                    "violations": None,
+                    "summary": None,
+                    "at": 202.0,
+                }
+            ),
+        ]
+        blobs = [encode(record) for record in records]
+        path = directory / "journal-me.log"
+        path.write_bytes(MAGIC + b"".join(blobs))
+        middle = len(MAGIC) + len(blobs[0]) + len(blobs[1])
+        refused: set[str] = set()
+        first = Replay(store, directory, refused)
+        await first.run(path, len(MAGIC), middle)
+        second = Replay(store, directory, refused)  # the next attempt of the drain
+        await second.run(path, middle, len(MAGIC) + sum(map(len, blobs)))
+        assert (first.rejected, second.rejected) == (2, 2)
+        assert [e.payload for e in await store.read_events("X")] == [b'{"theirs": 0}']
+        assert (await store.get_run("X")).status == "running"
+    finally:
         await store.close()
