@@ -11,11 +11,18 @@ so the messages a client folds from them read as one redacted at once.
 
 Which deltas belong together: those naming the same message (or tool call); a chunk that
 names none continues the last one named in its kind, as a client reads it.
+
+Joined as stored (record time: each delta was redacted alone first), a delta that held
+enough of a secret to match alone ends with its replacement, and the secret's rest begins
+the next delta: what a detector would have taken on there is cut (``_CONTINUES``). Given
+the originals (an import, ``recorder redact``), the whole is found instead.
 """
 
 from __future__ import annotations
 
 import bisect
+import contextlib
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -37,6 +44,18 @@ PIECES: Mapping[str, tuple[str, str | None, str]] = {
 }
 # A thinking span has no id: each start begins a new one.
 _THINKING_START = "THINKING_TEXT_MESSAGE_START"
+# What may follow a detector's match and still be part of what it matched (a key's next
+# characters, an address's domain). Redacted at record time, a delta that held the start
+# of a secret ends with its replacement, and the rest of the secret begins the next
+# delta, which no rule matches alone: this is cut from it.
+_CONTINUES: Mapping[str, re.Pattern[str]] = {
+    "email": re.compile(r"(?:[A-Za-z0-9-]|\.(?=[A-Za-z0-9]))+"),
+    "token": re.compile(r"(?:[A-Za-z0-9_-]|\.(?=[A-Za-z0-9_-]))+"),
+    "ip": re.compile(r"(?:[0-9A-Fa-f:]|\.(?=[0-9]))+"),
+    "card": re.compile(r"[0-9]+"),
+    "phone": re.compile(r"[0-9]+"),
+}
+_ENDS_REDACTED = re.compile(r"\[REDACTED:([^\]]+)\]$")
 
 
 @dataclass
@@ -60,9 +79,18 @@ class Split:
         return set().union(*self.rules.values())
 
 
-def split_secrets(events: Iterable[tuple[int, str | None, bytes]], redactor: Redactor) -> Split:
-    """The pieces of ``events`` (seq, type, payload as stored) that hold part of something
-    the rules match in the text they make together, redacted there."""
+def split_secrets(
+    events: Iterable[tuple[int, str | None, bytes]],
+    redactor: Redactor,
+    stored: Mapping[int, bytes] | None = None,
+) -> Split:
+    """The pieces of ``events`` (seq, type, payload) that hold part of something the rules
+    match in the text they make together, redacted there.
+
+    ``stored``: where the events are the originals (an import, ``recorder redact``), the
+    payloads each-event redaction made of some of them. Their deltas are replaced by those
+    of the joined text (which saw the whole secret, where a delta alone saw part of it and
+    left the rest in the next), the rest of them kept."""
     texts: dict[tuple[str, Any], _Text] = {}
     current: dict[str, Any] = {}  # the last message (or call) named, by kind
     spans = 0
@@ -84,7 +112,7 @@ def split_secrets(events: Iterable[tuple[int, str | None, bytes]], redactor: Red
             owner: Any = spans
         else:
             owner = obj.get(id_field)
-            if owner is None:
+            if not isinstance(owner, str):  # none (a chunk continuing), or not an id
                 owner = current.get(family)
             else:
                 current[family] = owner
@@ -98,23 +126,26 @@ def split_secrets(events: Iterable[tuple[int, str | None, bytes]], redactor: Red
     split = Split()
     for text in texts.values():
         if len(text.pieces) > 1:
-            _redact(text, redactor, split)
+            _redact(text, redactor, split, stored or {})
     return split
 
 
-def _redact(text: _Text, redactor: Redactor, split: Split) -> None:
+def _redact(text: _Text, redactor: Redactor, split: Split, stored: Mapping[int, bytes]) -> None:
     matcher = redactor.rules.matcher(text.data_kind)
     if matcher is None:
         return
     joined = "".join(text.pieces)
-    hits = list(matcher.hits(joined))
-    if not hits:
-        return
     starts: list[int] = []
     at = 0
     for piece in text.pieces:
         starts.append(at)
         at += len(piece)
+    hits = [(start, end, name, False) for start, end, name in matcher.hits(joined)]
+    detectors = {r.name: r.detector for r in redactor.rules.rules if r.detector is not None}
+    hits += _continued(text.pieces, starts, joined, detectors)
+    if not hits:
+        return
+    hits = _apart(hits)
     out: list[list[str]] = [[] for _ in text.pieces]
 
     def keep(begin: int, end: int) -> None:
@@ -130,10 +161,11 @@ def _redact(text: _Text, redactor: Redactor, split: Split) -> None:
 
     done = 0
     fired: list[set[str]] = [set() for _ in text.pieces]
-    for start, end, name in hits:
+    for start, end, name, cut in hits:
         keep(done, start)
         first = bisect.bisect_right(starts, start) - 1
-        out[first].append(replacement(name))
+        if not cut:  # (cut: the rest of a secret whose replacement is in a delta before)
+            out[first].append(replacement(name))
         for i in range(first, bisect.bisect_left(starts, end)):  # the pieces it spans
             fired[i].add(name)
         done = end
@@ -141,5 +173,39 @@ def _redact(text: _Text, redactor: Redactor, split: Split) -> None:
     for i, (seq, obj, old) in enumerate(zip(text.seqs, text.events, text.pieces, strict=True)):
         new = "".join(out[i])
         if new != old:
-            split.payloads[seq] = dump({**obj, "delta": new}, exact=True)
+            base = obj
+            if seq in stored:
+                with contextlib.suppress(ValueError):
+                    redacted = parse(stored[seq])
+                    base = redacted if isinstance(redacted, dict) else obj
+            split.payloads[seq] = dump({**base, "delta": new}, exact=True)
             split.rules[seq] = fired[i]
+
+
+def _continued(
+    pieces: list[str], starts: list[int], joined: str, detectors: Mapping[str, str]
+) -> list[tuple[int, int, str, bool]]:
+    """Where a delta ends with the replacement of a detector's rule (``detectors``: by the
+    rule's name), what of the next deltas continues the secret it replaced
+    (``_CONTINUES``): cut, with no replacement of its own."""
+    found: list[tuple[int, int, str, bool]] = []
+    for i, piece in enumerate(pieces[:-1]):
+        marker = _ENDS_REDACTED.search(piece)
+        detector = detectors.get(marker.group(1)) if marker is not None else None
+        if marker is None or detector is None:
+            continue
+        continues = _CONTINUES.get(detector)
+        after = starts[i] + len(piece)
+        rest = continues.match(joined, after) if continues is not None else None
+        if rest is not None:
+            found.append((after, rest.end(), marker.group(1), True))
+    return found
+
+
+def _apart(hits: list[tuple[int, int, str, bool]]) -> list[tuple[int, int, str, bool]]:
+    """The places in order, none overlapping one before it."""
+    kept: list[tuple[int, int, str, bool]] = []
+    for hit in sorted(hits, key=lambda h: (h[0], -h[1])):
+        if not kept or hit[0] >= kept[-1][1]:
+            kept.append(hit)
+    return kept

@@ -92,9 +92,10 @@ async def redact_recorded(
                 if result.fired:
                     changed[event.seq] = result.payload
                     rules_at[event.seq] = set(result.fired)
-            # Then what the deltas of a message hold together (each redacted already).
-            stored = ((e.seq, e.type, changed.get(e.seq, e.payload)) for e in events)
-            split = split_secrets(stored, redactor)
+            # Then what the deltas of a message hold together, joined as they were stored
+            # (a delta that matched part of a secret alone must not hide the rest of it).
+            originals = ((e.seq, e.type, e.payload) for e in events)
+            split = split_secrets(originals, redactor, stored=changed)
             changed.update(split.payloads)
             for seq, names in split.rules.items():
                 rules_at.setdefault(seq, set()).update(names)

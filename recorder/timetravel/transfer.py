@@ -318,7 +318,9 @@ def _redact(run: RunLines, redactor: Redactor) -> None:
             run.events[i] = event._replace(payload=result.payload, redacted=redacted)
     # What deltas hold together, as a recorder redacts it behind a run it recorded.
     split = split_secrets(
-        ((i, event.type, event.payload) for i, event in enumerate(run.events)), redactor
+        ((i, event.type, originals[i]) for i, event in enumerate(run.events)),
+        redactor,
+        stored={i: e.payload for i, e in enumerate(run.events) if e.redacted is not None},
     )
     for i, payload in split.payloads.items():
         event = run.events[i]

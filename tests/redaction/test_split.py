@@ -123,6 +123,39 @@ def test_nothing_split_changes_nothing() -> None:
     assert split_secrets(broken, BUILTIN).payloads == {}
 
 
+def test_the_rest_of_a_secret_one_delta_matched_alone_is_cut_from_the_next() -> None:
+    """A key or an address cut after what a rule needs: the first delta alone matched it,
+    so it was stored redacted, and its rest begins the next delta. Joined from the stored
+    deltas (record time: the originals are gone), the rest is cut; joined from the
+    originals (an import, ``recorder redact``), the whole is found."""
+    named = Redactor([RedactionRule(name="mail", detector="email")])
+    cases = [
+        (BUILTIN, ["key sk-abcdefghijklmnopqr", "stuvwxyz0123", "456789 end"], "token", " end"),
+        (BUILTIN, ["mail bob@example.co", "m today"], "email", " today"),
+        (named, ["mail bob@example.co", "m today"], "mail", " today"),
+    ]
+    for rules, pieces, rule, tail in cases:
+        originals = frames(*(text("m1", p) for p in pieces))
+        stored = [(seq, kind, redact(kind, p, rules).payload) for seq, kind, p in originals]
+        for events, kept in ((stored, None), (originals, {0: stored[0][2]})):
+            split = split_secrets(events, rules, stored=kept)
+            got = "".join(deltas(events, split.payloads))
+            assert got == f"{pieces[0].split()[0]} [REDACTED:{rule}]{tail}", got
+            assert all(split.rules[seq] == {rule} for seq in split.payloads)
+    # A replacement that ends a delta before a word of its own takes nothing from it.
+    apart = frames(text("m1", "mail [REDACTED:email]"), text("m1", " and more"))
+    assert split_secrets(apart, BUILTIN).payloads == {}
+
+
+def test_an_id_that_is_not_a_string_is_no_message_of_its_own() -> None:
+    events = frames(
+        text("m1", "write to bob@exa"),
+        {"type": "TEXT_MESSAGE_CONTENT", "messageId": {"odd": 1}, "delta": "mple.com"},
+    )
+    split = split_secrets(events, BUILTIN)  # (not a TypeError: it continues m1)
+    assert deltas(events, split.payloads) == ["write to [REDACTED:email]", ""]
+
+
 SECRETS = ["bob@example.com", "sk-abcdefghijklmnopqrstuvwx", "4111 1111 1111 1111", "10.1.2.3"]
 # Words between secrets (two card numbers side by side read as one longer number, which
 # is not a card: a detector's limit, not the joining's).
