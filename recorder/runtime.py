@@ -12,10 +12,9 @@ import time
 from collections.abc import Callable
 
 from recorder.config import Settings
-from recorder.errors import ConfigError, RunNotFound, StoreError
+from recorder.errors import ConfigError, RunNotFound, StoreError, StoreUnavailable
 from recorder.proxy.journaled import JournaledStore, open_journaled
 from recorder.proxy.proxy import Proxy, new_owner
-from recorder.proxy.replay import falls_back
 from recorder.proxy.upstream import UpstreamClient
 from recorder.store import EventStore, open_store
 from recorder.store.sql import SqlStore
@@ -29,6 +28,7 @@ from recorder.timetravel.indexing import Indexer
 from recorder.timetravel.redact import redact_split
 
 _LAST_INDEX = 5.0  # seconds a closing recorder gives the search index to catch up
+_REDACT_TRIES = 10  # heartbeats a run's split-secret redaction is tried again after a failure
 
 
 async def open_server_store(settings: Settings) -> EventStore:
@@ -78,6 +78,7 @@ class Runtime:
         self._to_checkpoint: asyncio.Queue[str] = asyncio.Queue()
         # Ended runs whose split secrets are still to be redacted (``_redact_split``).
         self._unredacted: set[str] = set()
+        self._redact_tries: dict[str, int] = {}  # failures other than an outage, by run
         self._owns_store = False
         self._stopped = False
         self._stop_metrics: Callable[[], None] | None = None
@@ -190,8 +191,8 @@ class Runtime:
         """With redaction rules, what the run's deltas hold together (``redact_split``).
         While the journal holds writes (the run's end may be in it, not in the database)
         and while the database is out, the run waits: the heartbeat tries it again once
-        the database has everything. Any other failure, and a stop, leave the rest to
-        ``recorder redact``."""
+        the database has everything (a few times after other store failures). A stop
+        leaves the rest to ``recorder redact``."""
         redactor = self.proxy.redactor
         if redactor is None:
             return
@@ -204,11 +205,19 @@ class Runtime:
         except RunNotFound:  # purged meanwhile: nothing left to redact
             pass
         except Exception as exc:
-            if isinstance(exc, StoreError) and falls_back(exc):
-                self._unredacted.add(run_id)  # the database out: tried again once it is back
+            # The database out waits for it; a run still open here (its close waits for the
+            # database: ``Proxy.unclosed``) or a passing failure is tried a few times more.
+            # Anything else is left to ``recorder redact``, never tried again and again.
+            out = isinstance(exc, StoreUnavailable)
+            tries = 0 if out else self._redact_tries.get(run_id, 0) + 1
+            if (out or isinstance(exc, StoreError)) and tries <= _REDACT_TRIES:
+                self._redact_tries[run_id] = tries
+                self._unredacted.add(run_id)
                 SERVER.warning("redacting split secrets postponed", extra={"fields": fields})
-            else:  # (left to ``recorder redact``, not tried again and again)
-                SERVER.exception("redacting split secrets failed", extra={"fields": fields})
+                return
+            SERVER.exception("redacting split secrets failed", extra={"fields": fields})
+        self._redact_tries.pop(run_id, None)
+        self._unredacted.discard(run_id)
 
     async def _keep_alive(self) -> None:
         while True:

@@ -498,17 +498,24 @@ def _validated(model: type[M], content: bytes) -> M:
         return model.model_validate_json(content)
     except ValidationError as exc:
         if exc.errors()[0]["type"] != "json_invalid":
-            raise _not_ours(model, content) from exc
+            raise _not_ours(model, content, exc) from exc
     try:
         return model.model_validate(parse(content))
     except (ValueError, ValidationError) as exc:  # not JSON at all (a page), or not this
-        raise _not_ours(model, content) from exc
+        raise _not_ours(model, content, exc) from exc
 
 
-def _not_ours(model: type[BaseModel], content: bytes) -> RecorderError:
-    """An answer that is not the recorder's (another server at that URL, a proxy's page)."""
+def _not_ours(model: type[BaseModel], content: bytes, exc: Exception) -> RecorderError:
+    """An answer that is not the recorder's (another server at that URL, a proxy's page,
+    or a recorder of another version): what it is not, and why."""
     excerpt = content[:80].decode("utf-8", "replace").strip()
+    if isinstance(exc, ValidationError):
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "the answer"
+        why = f"{where}: {first['msg']}"
+    else:
+        why = "not JSON"
     return RecorderError(
-        f"the server's answer is not a recorder's {model.__name__} (is the URL a recorder's?): "
-        f"{excerpt!r}"
+        f"the server's answer is not a recorder's {model.__name__} ({why}; is the URL a "
+        f"recorder's, of this version?): {excerpt!r}"
     )

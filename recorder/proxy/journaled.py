@@ -394,7 +394,9 @@ class JournaledStore(Passthrough):
             shutil.rmtree(directory, ignore_errors=True)
         else:
             with contextlib.suppress(OSError):
-                directory.rmdir()  # only when empty: nothing is left to replay
+                if not any(directory.glob("journal-*")):  # nothing is left to replay
+                    (directory / DATABASE_NOTE).unlink(missing_ok=True)
+                directory.rmdir()  # only when empty (a rejected.log is kept)
 
 
 async def _go_on(write: Coroutine[Any, Any, T], waiting_on: Any) -> T:

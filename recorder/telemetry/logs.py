@@ -28,6 +28,7 @@ ACCESS = logging.getLogger("recorder.access")
 SERVER = logging.getLogger("recorder.server")
 EXPORT = logging.getLogger("recorder.export")
 
+_OURS = "recorder_configured"  # marks the handler ``configure`` installs
 _TAKEN_OVER = ("recorder", "uvicorn", "uvicorn.error", "uvicorn.access")
 
 # As a library: silent until configured (here, or by the program that embeds the recorder,
@@ -40,6 +41,7 @@ def configure(level: str = "info", fmt: LogFormat = "text", stream: Any = None) 
     (standard error by default), one line each, in ``fmt``; every other logger's warnings
     and errors too."""
     handler = logging.StreamHandler(stream or sys.stderr)
+    setattr(handler, _OURS, True)
     handler.setFormatter(JsonFormatter() if fmt == "json" else TextFormatter())
     for name in _TAKEN_OVER:
         logger = logging.getLogger(name)
@@ -48,8 +50,10 @@ def configure(level: str = "info", fmt: LogFormat = "text", stream: Any = None) 
         logger.propagate = False
     # Every other library's warnings (asyncpg's pool during an outage, asyncio's), one line
     # each in the same format: never a stray traceback among JSON lines.
+    # Handlers others put on the root (a log shipper, a test runner's) are kept; only one
+    # configured here before is replaced.
     root = logging.getLogger()
-    root.handlers = [handler]
+    root.handlers = [h for h in root.handlers if not getattr(h, _OURS, False)] + [handler]
     root.setLevel(max(logging.WARNING, logging.getLevelName(level.upper())))
 
 

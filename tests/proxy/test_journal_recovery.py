@@ -230,9 +230,13 @@ async def test_a_crash_journal_under_another_spelling_of_the_url_is_named_at_sta
     from recorder.proxy.journal import journal_directory
 
     first, _ = journal_directory(None, pg_url)
-    runtime = await Runtime.start(Settings(db=pg_url))  # writes the directory's note
+    runtime = await Runtime.start(Settings(db=pg_url))
+    # The directory notes which URL it is for (a crash leaves the note with its journal).
+    note = (first / "database.txt").read_text()
     await runtime.close()
+    assert not first.exists()  # a clean stop leaves nothing behind, the note included
     await _crashed_journal(pg_url, first, 2)
+    (first / "database.txt").write_text(note)
     other = pg_url.replace("127.0.0.1", "localhost")
     assert journal_directory(None, other)[0] != first
     with caplog.at_level("WARNING", logger="recorder.journal"):

@@ -240,3 +240,40 @@ async def test_a_run_gone_before_its_split_secrets_were_looked_for_is_let_go(
         assert runtime._unredacted == set()
     finally:
         await runtime.close()
+
+
+async def test_a_run_whose_close_waits_is_redacted_once_it_closed(tmp_path: Path) -> None:
+    """A run whose close is held back (the database blipped as it ended: the proxy closes
+    it later) is still open when the redaction behind it comes: tried again, not dropped."""
+    from recorder.config import Settings
+    from recorder.runtime import Runtime
+    from recorder.store import NewEvent, NewRun
+
+    settings = Settings(db=f"sqlite+aiosqlite:///{tmp_path / 'r.db'}", redaction=REDACTION)
+    runtime = await Runtime.start(settings)
+    try:
+        store = runtime.store
+        await store.create_run(NewRun("r", "t", agent="a"))
+        pieces = ("mail carol@exa", "mple.org now")
+        await store.append(
+            "r",
+            [
+                NewEvent(
+                    json.dumps(
+                        {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": p}
+                    ).encode(),
+                    "TEXT_MESSAGE_CONTENT",
+                )
+                for p in pieces
+            ],
+        )
+        await runtime._redact_split("r")
+        assert runtime._unredacted == {"r"}  # still recording: later
+        await store.set_status("r", "finished")
+        await runtime._redact_split("r")  # (the heartbeat hands it back; here by hand)
+        assert runtime._unredacted == set()
+        stored = [json.loads(e.payload)["delta"] for e in await store.read_events("r")]
+        assert stored == ["mail [REDACTED:email]", " now"]
+        assert runtime._redact_tries == {}
+    finally:
+        await runtime.close()

@@ -58,6 +58,12 @@ def test_another_librarys_warning_is_a_line_of_the_same_format(log_lines: io.Str
     (line,) = lines(log_lines)
     assert (line["logger"], line["level"]) == ("asyncpg.pool", "WARNING")
     assert "ConnectionRefusedError" in json.dumps(line)
+    # A handler someone else put on the root (a log shipper) is kept; ours replaced.
+    shipper = logging.NullHandler()
+    logging.getLogger().addHandler(shipper)
+    configure("info", "json", stream=log_lines)
+    ours = [h for h in logging.getLogger().handlers if getattr(h, "recorder_configured", False)]
+    assert shipper in logging.getLogger().handlers and len(ours) == 1
 
 
 async def test_one_line_per_ended_run(sqlite_url: str, log_lines: io.StringIO) -> None:
