@@ -144,9 +144,10 @@ class Passthrough:
         actor: str,
         reason: str | None,
         redacted: Mapping[int, Redacted] | None = None,
+        if_head: bytes | None = None,
     ) -> RewriteReport:
         return await self.store.rewrite(
-            run_id, payloads, actor=actor, reason=reason, redacted=redacted
+            run_id, payloads, actor=actor, reason=reason, redacted=redacted, if_head=if_head
         )
 
     async def tombstones(self) -> list[Tombstone]:

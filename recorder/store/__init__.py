@@ -349,6 +349,7 @@ class EventStore(Protocol):
         actor: str,
         reason: str | None,
         redacted: Mapping[int, Redacted] | None = None,
+        if_head: bytes | None = None,
     ) -> RewriteReport:
         """Replace the stored payloads of the run's events at the given seqs, in one
         sanctioned transaction: the run's chain is recomputed from the first of them, its
@@ -357,6 +358,8 @@ class EventStore(Protocol):
         before, are dropped in the same transaction (``History.build_checkpoints`` makes
         them again). ``redacted``: what redaction did at those seqs, for ``list_redactions``
         (a seq redacted at record time keeps its original's keyed hash, gaining the rules).
+        ``if_head``: the run's head as the caller read it; ``Conflict`` when it is another
+        (the run was rewritten since: its payloads were computed from what it no longer is).
 
         Raises ``RunNotFound``, ``Conflict`` for a run still recording, ``InputError`` for
         a seq the run does not have.

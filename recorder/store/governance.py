@@ -368,12 +368,14 @@ def rewrite(
     reason: str | None,
     dialect: str,
     redacted: Mapping[int, Redacted] | None = None,
+    if_head: bytes | None = None,
 ) -> Body[RewriteReport]:
     """Replace the payloads of the run's events at the given seqs, re-hash them and every
     later event of the run, re-seal the run and its thread, and record the change. What
     was derived from the old payloads goes in the same transaction: the checkpoints
     folded over them and the run's search documents (indexed again from the new ones).
-    ``redacted``: what redaction did at those seqs, kept in ``redactions``."""
+    ``redacted``: what redaction did at those seqs, kept in ``redactions``; ``if_head``: the
+    run's head as the caller read it (another: ``Conflict``)."""
     if not payloads:
         raise InputError("a rewrite needs at least one event")
     thread = yield LOCK_THREAD_OF_RUN, (run_id,)
@@ -384,6 +386,8 @@ def rewrite(
     status, old_head, seal = run[0]
     if status == RUNNING:
         raise Conflict(f"run {run_id!r} is still recording: rewrite it once it has ended")
+    if if_head is not None and (old_head is None or bytes(old_head) != if_head):
+        raise Conflict(f"run {run_id!r} was rewritten since it was read: read it again")
     first = min(payloads)
     events = yield EVENTS_FROM, (run_id, first)
     have = {int(row[0]) for row in events}

@@ -404,11 +404,12 @@ class SqlStore:
         actor: str,
         reason: str | None,
         redacted: Mapping[int, Redacted] | None = None,
+        if_head: bytes | None = None,
     ) -> RewriteReport:
         size = sum(len(p) for p in payloads.values())
         dialect = self.database.dialect
         report = await self._write(
-            lambda: governance.rewrite(run_id, payloads, actor, reason, dialect, redacted),
+            lambda: governance.rewrite(run_id, payloads, actor, reason, dialect, redacted, if_head),
             len(payloads),
             size,
         )

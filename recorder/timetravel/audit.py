@@ -268,11 +268,12 @@ async def rewrite(
     actor: str,
     reason: str | None,
     redacted: Mapping[int, Redacted] | None = None,
+    if_head: bytes | None = None,
 ) -> dict[str, Any]:
     """The sanctioned rewrite of stored payloads (``EventStore.rewrite``), in the audit log."""
     async with audited(store, actor, "rewrite", run_id, {"seqs": sorted(payloads)}) as noted:
         report = await store.rewrite(
-            run_id, payloads, actor=actor, reason=reason, redacted=redacted
+            run_id, payloads, actor=actor, reason=reason, redacted=redacted, if_head=if_head
         )
         noted["record"] = report.id
     return {

@@ -86,6 +86,10 @@ async def redact_recorded(
         for run in runs:
             changed: dict[int, bytes] = {}
             rules_at: dict[int, set[str]] = {}
+            try:  # its head as read with its events: a rewrite meanwhile is refused
+                head = (await store.get_run(run.run_id, input=False)).head
+            except RunNotFound:  # purged meanwhile
+                continue
             events = await store.read_events(run.run_id)
             for event in events:
                 result = redact(event.type, event.payload, redactor)
@@ -114,7 +118,13 @@ async def redact_recorded(
             why = f"redact ({', '.join(sorted(fired))})" + (f": {reason}" if reason else "")
             redacted = _redacted(events, rules_at, redactor)
             done = await rewrite(
-                store, run.run_id, changed, actor=actor, reason=why, redacted=redacted
+                store,
+                run.run_id,
+                changed,
+                actor=actor,
+                reason=why,
+                redacted=redacted,
+                if_head=head,
             )
             touched.add(run.run_id)
             report.runs.append({**done, "rules": sorted(fired)})
@@ -137,13 +147,22 @@ async def redact_split(
     """Redact what the ended run's streamed deltas hold together and no delta alone
     (``split_secrets``): what a recorder does behind each run it redacted at record time.
     Its rewrite (sanctioned, in the audit log), or None when nothing was split."""
+    head = (await store.get_run(run_id, input=False)).head
     events = await store.read_events(run_id)
     split = split_secrets(((e.seq, e.type, e.payload) for e in events), redactor)
     if not split.payloads:
         return None
     why = f"redact ({', '.join(sorted(split.fired))}): split across streamed deltas"
     redacted = _redacted(events, split.rules, redactor)
-    return await rewrite(store, run_id, split.payloads, actor=actor, reason=why, redacted=redacted)
+    return await rewrite(
+        store,
+        run_id,
+        split.payloads,
+        actor=actor,
+        reason=why,
+        redacted=redacted,
+        if_head=head,
+    )
 
 
 def _redacted(

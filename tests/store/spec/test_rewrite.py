@@ -139,3 +139,21 @@ async def test_a_redaction_s_rewrite_is_listed_with_what_record_time_did(
     # A rewrite that says nothing of redaction lists nothing more.
     await store.rewrite("r1", {2: b'{"n":2,"x":1}'}, actor="cli", reason=None)
     assert len(await store.list_redactions("r1")) == 2
+
+
+async def test_a_rewrite_computed_from_a_run_rewritten_since_is_refused(
+    store: EventStore,
+) -> None:
+    """Two redactions of one run at once (a manual one as the one behind the run): each
+    computed its payloads from what it read; the second must not write over the first."""
+    await _recorded(store)
+    read = (await store.get_run("r1")).head
+    assert read is not None
+    first = b'{"n":1,"email":"[REDACTED:email]"}'
+    await store.rewrite("r1", {1: first}, actor="redaction", reason=None, if_head=read)
+    with pytest.raises(Conflict, match="rewritten since it was read"):
+        stale = b'{"n":1,"email":"a1@x.org","other":"[REDACTED:x]"}'
+        await store.rewrite("r1", {1: stale}, actor="cli", reason=None, if_head=read)
+    assert (await store.read_events("r1"))[1].payload == first
+    now = (await store.get_run("r1")).head
+    await store.rewrite("r1", {2: b'{"n":2}'}, actor="cli", reason=None, if_head=now)
