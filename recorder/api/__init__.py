@@ -128,8 +128,8 @@ class RecorderApp(FastAPI):
             self.swagger_ui_oauth2_redirect_url,
         )
         if settings is not None and auth_required(settings) and route_path(scope) in documents:
-            token, carrier = credential(headers)
-            if authenticate(settings, token, carrier) is None:
+            token = credential(headers)
+            if authenticate(settings, token) is None:
                 return 401, TOKEN_REQUIRED if not token else UNKNOWN_TOKEN
         return None
 

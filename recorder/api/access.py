@@ -45,9 +45,6 @@ class Principal:
     name: str | None
     scopes: frozenset[str]
     agents: tuple[str, ...] | None = None
-    # How the token came: "authorization" (a Bearer header), "header" (X-Recorder-Token)
-    # or None (no token needed). The proxy drops the header that carried it.
-    carrier: str | None = None
 
     @property
     def actor(self) -> str:
@@ -78,18 +75,18 @@ def auth_required(settings: Settings) -> bool:
     return bool(settings.api_token) or bool(settings.tokens)
 
 
-def authenticate(settings: Settings, token: str, carrier: str | None) -> Principal | None:
+def authenticate(settings: Settings, token: str) -> Principal | None:
     """The principal ``token`` stands for; None when it is none the recorder knows."""
     if not token:
         return None
     if settings.api_token and hmac.compare_digest(token.encode(), settings.api_token.encode()):
-        return Principal(FULL_ACCESS, frozenset(SCOPES), None, carrier)
+        return Principal(FULL_ACCESS, frozenset(SCOPES), None)
     digest = hash_token(token).encode()
     found: Principal | None = None
     for name, config in settings.tokens.items():  # every hash compared: no early exit
         if hmac.compare_digest(digest, config.hash.encode()) and found is None:
             scopes = frozenset().union(*(GRANTS[s] for s in config.scopes))
-            found = Principal(name, scopes, config.agents, carrier)
+            found = Principal(name, scopes, config.agents)
     return found
 
 
@@ -99,13 +96,10 @@ def bearer(authorization: str | None) -> str:
     return auth[7:].strip() if auth[:7].lower() == "bearer " else ""
 
 
-def credential(headers: Headers | Mapping[str, str]) -> tuple[str, str | None]:
-    """The token a request carries and where: X-Recorder-Token, or a Bearer header."""
+def credential(headers: Headers | Mapping[str, str]) -> str:
+    """The token a request carries ("" for none): X-Recorder-Token, or a Bearer header."""
     given = headers.get(TOKEN_HEADER)
-    if given:
-        return given.strip(), "header"
-    token = bearer(headers.get("authorization"))
-    return (token, "authorization") if token else ("", None)
+    return given.strip() if given else bearer(headers.get("authorization"))
 
 
 def principal_for(settings: Settings, scope: Scope) -> Principal:
@@ -117,8 +111,8 @@ def principal_for(settings: Settings, scope: Scope) -> Principal:
     if not auth_required(settings):
         principal = OPEN
     else:
-        token, carrier = credential(Headers(scope=scope))
-        found = authenticate(settings, token, carrier)
+        token = credential(Headers(scope=scope))
+        found = authenticate(settings, token)
         if found is None:
             raise Unauthenticated(
                 "an API token is required (Authorization: Bearer TOKEN)"
@@ -196,20 +190,12 @@ async def visible_run(runtime: Runtime, principal: Principal, run_id: str) -> Ru
 
 
 def without_recorder_token(settings: Settings, headers: Mapping[str, str]) -> Mapping[str, str]:
-    """``headers`` without an ``Authorization`` that carries a token of this recorder's
-    (the API token or a named one, whatever its case and spacing): a client that sends one
-    to the proxy means it for the recorder, never for the agent, which it would let read
-    every thread. (``X-Recorder-Token`` is never forwarded at all.)"""
+    """``headers`` without the recorder's own credentials, for any agent (over HTTP or in
+    process): ``X-Recorder-Token`` always, and an ``Authorization`` that carries a token of
+    this recorder's (the API token or a named one, whatever its case and spacing). A client
+    that sends one to the proxy means it for the recorder, never for the agent, which it
+    would let read every thread; the agent's own ``Authorization`` goes on."""
     token = bearer(headers.get("authorization"))
-    if not token or not auth_required(settings) or authenticate(settings, token, None) is None:
-        return headers
-    return {k: v for k, v in headers.items() if k.lower() != "authorization"}
-
-
-def forwardable(headers: Mapping[str, str], principal: Principal) -> dict[str, str]:
-    """The request's headers without the recorder's own credential: the token header
-    always, ``Authorization`` when it carried a recorder token."""
-    drop = {TOKEN_HEADER}
-    if principal.carrier == "authorization":
-        drop.add("authorization")
+    known = authenticate(settings, token) if token and auth_required(settings) else None
+    drop = {TOKEN_HEADER} if known is None else {TOKEN_HEADER, "authorization"}
     return {k: v for k, v in headers.items() if k.lower() not in drop}

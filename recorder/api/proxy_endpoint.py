@@ -26,7 +26,6 @@ from recorder.api.access import (
     Principal,
     check_agent,
     check_scope,
-    forwardable,
     principal_for,
     visible_thread,
     without_recorder_token,
@@ -95,7 +94,7 @@ async def serve_run(
         agent = runtime.settings.agents.get(name)
         limited = None
         if agent is not None and agent.require_token:
-            headers, limited = check_run_token(runtime, name, scope, headers)
+            limited = check_run_token(runtime, name, scope)
         headers = without_recorder_token(runtime.settings, headers)
         body = await read_body(scope, receive, runtime.settings.max_body_bytes)
         if body is None:
@@ -117,15 +116,13 @@ async def serve_run(
         await stream(receive, send, result, runtime.settings.client_write_timeout, head_sent)
 
 
-def check_run_token(
-    runtime: Runtime, name: str, scope: Scope, headers: Mapping[str, str]
-) -> tuple[Mapping[str, str], Principal | None]:
-    """The agent asks for a token: one with the ``run`` scope that covers it. The headers
-    to forward are returned without it, with the principal when it is limited to agents."""
+def check_run_token(runtime: Runtime, name: str, scope: Scope) -> Principal | None:
+    """The agent asks for a token: one with the ``run`` scope that covers it; the principal
+    when it is limited to agents. (It is never forwarded: ``without_recorder_token``.)"""
     principal = principal_for(runtime.settings, scope)
     check_scope(principal, "run")
     check_agent(principal, name)
-    return forwardable(headers, principal), principal if principal.agents is not None else None
+    return principal if principal.agents is not None else None
 
 
 async def joinable_thread(runtime: Runtime, principal: Principal, body: bytes) -> None:
