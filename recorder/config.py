@@ -316,6 +316,10 @@ class Settings(BaseSettings):
     journal: bool = True
     journal_dir: str | None = None
     store_deadline: float = Field(default=2.0, gt=0)
+    # Seconds a read waits for PostgreSQL's answer: past it the request fails with 503
+    # instead of hanging while the database is paused or cut off (SQLite's reads wait at
+    # most for the file's lock, ``busy_timeout``).
+    read_deadline: float = Field(default=30.0, gt=0)
     journal_max_bytes: int = Field(default=1 << 30, gt=0)
     journal_max_outage: float = Field(default=3600.0, gt=0)
     keep_reading_on_disconnect: bool = True

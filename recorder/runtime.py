@@ -33,7 +33,12 @@ _REDACT_TRIES = 10  # heartbeats a run's split-secret redaction is tried again a
 
 async def open_server_store(settings: Settings) -> EventStore:
     """The store a server runs on, as ``settings`` say: migrated, its chunk cache sized."""
-    return await open_store(settings.db, migrate=True, chunk_cache_bytes=settings.chunk_cache_bytes)
+    return await open_store(
+        settings.db,
+        migrate=True,
+        chunk_cache_bytes=settings.chunk_cache_bytes,
+        read_deadline=settings.read_deadline,
+    )
 
 
 class Runtime:

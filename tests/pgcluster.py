@@ -13,6 +13,7 @@ import contextlib
 import os
 import pwd
 import shutil
+import signal
 import subprocess
 import tempfile
 from collections.abc import AsyncIterator, Iterator
@@ -95,6 +96,24 @@ class Cluster:
     def stop(self, mode: str = "immediate") -> None:
         """Stop the server; ``immediate`` is a crash as far as clients can tell."""
         self._run(str(self._bin / "pg_ctl"), "-D", str(self.data), "-m", mode, "-w", "stop")
+
+    @contextlib.contextmanager
+    def paused(self) -> Iterator[None]:
+        """The server and its backends stopped (SIGSTOP) inside: connections stay open and
+        nothing answers, as with a database host frozen or cut off; resumed on the way out."""
+        master = int((self.data / "postmaster.pid").read_text().split()[0])
+        children = subprocess.run(
+            ["pgrep", "-P", str(master)], capture_output=True, text=True, check=False
+        ).stdout.split()
+        pids = [master, *map(int, children)]
+        try:
+            for pid in pids:
+                os.kill(pid, signal.SIGSTOP)
+            yield
+        finally:
+            for pid in pids:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGCONT)
 
     async def create_database(self) -> None:
         conn = await asyncpg.connect(f"postgresql://postgres@127.0.0.1:{self.port}/postgres")

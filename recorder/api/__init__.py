@@ -7,7 +7,6 @@ answer carries (``deps.py``).
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -40,10 +39,10 @@ from recorder.api.proxy_endpoint import OPENAPI, ProxyEndpoint, send_whole
 from recorder.api.state_endpoint import serve_state, state_request
 from recorder.api.views import JSON
 from recorder.config import AgentConfig, Settings, allowed_hosts
-from recorder.errors import StoreUnavailable
 from recorder.models import ErrorDetail, Health
 from recorder.runtime import Runtime
 from recorder.store import EventStore, shown_url
+from recorder.store.deadline import within
 from recorder.telemetry.logs import ACCESS, SERVER
 
 
@@ -275,11 +274,7 @@ def create_app(
             return JSON({**health, "status": "degraded", "journal": journal.health()})
         # A database that stops answering (paused, a network partition) must not hang the
         # probe: past the store's deadline it is unavailable.
-        deadline = runtime.settings.store_deadline
-        try:
-            await asyncio.wait_for(runtime.store.max_position(), deadline)
-        except TimeoutError:
-            raise StoreUnavailable(f"the database did not answer within {deadline:g} s") from None
+        await within(runtime.store.max_position(), runtime.settings.store_deadline)
         return JSON({**health, "status": "ok"})
 
     @app.head("/healthz", include_in_schema=False)

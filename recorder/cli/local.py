@@ -78,14 +78,15 @@ def describe_database(url: str) -> str:
     return shown_url(url)
 
 
-async def open_database(url: str, *, create: bool) -> EventStore:
+async def open_database(settings: Settings, *, create: bool) -> EventStore:
+    url = settings.db
     path = sqlite_file(url)
     if path is not None and not create and not path.exists():
         raise StoreUnavailable(
             f"no database at {path}: `recorder migrate --db {url}` creates one "
             "(so does `recorder serve`)"
         )
-    store = await open_store(url, migrate=create)
+    store = await open_store(url, migrate=create, read_deadline=settings.read_deadline)
     try:
         await store.max_position()
     except NotMigrated as exc:  # a database no recorder made
@@ -108,7 +109,7 @@ class LocalBackend:
 
     @classmethod
     async def open(cls, settings: Settings, *, create: bool = False) -> LocalBackend:
-        return cls(settings, await open_database(settings.db, create=create))
+        return cls(settings, await open_database(settings, create=create))
 
     async def close(self) -> None:
         await self.store.close()

@@ -10,7 +10,7 @@ stays on the chained cause. A method that raises has changed nothing.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Coroutine, Mapping, Sequence
 from typing import Any, Protocol
 
 from sqlalchemy.engine import make_url
@@ -500,28 +500,35 @@ async def open_store(
     migrate: bool = False,
     checkpoint_deltas: bool | None = None,
     chunk_cache_bytes: int = CHUNK_CACHE_BYTES,
+    read_deadline: float | None = None,
 ) -> EventStore:
     """A store for ``url`` (``sqlite+aiosqlite:///...`` or ``postgresql+asyncpg://...``),
     its schema migrated first with ``migrate=True``. ``checkpoint_deltas``: keep a closed
     run's last checkpoint as a delta from the run's input (None: on PostgreSQL only).
     ``chunk_cache_bytes``: about how many bytes of chunks it keeps in memory (0: none).
+    ``read_deadline``: seconds a read waits for PostgreSQL's answer before it raises
+    ``StoreUnavailable`` (None: as long as it takes); SQLite's reads wait at most for the
+    file's lock.
 
     ``sqlite+aiosqlite:///:memory:`` and URI databases (``?uri=true``) live on one
     connection, which the store shares between all its work. Raises ``ConfigError`` for
     any other URL, ``StoreUnavailable`` when the database cannot be opened.
     """
     kind: type[SQLiteDatabase] | type[PostgresDatabase]
+    opening: Coroutine[Any, Any, Database]
     if url.startswith("sqlite+aiosqlite:"):
         kind = SQLiteDatabase
+        opening = SQLiteDatabase.open(url)
     elif url.startswith(("postgresql+asyncpg:", "postgres+asyncpg:")):
         kind = PostgresDatabase
+        opening = PostgresDatabase.open(url, read_deadline)
     else:
         raise ConfigError(
             f"unsupported database URL {shown_url(url)!r}: use sqlite+aiosqlite:///PATH "
             "or postgresql+asyncpg://USER@HOST/DB"
         )
     with store_errors(kind.classify):
-        database: Database = await kind.open(url)
+        database: Database = await opening
     store = SqlStore(
         database, checkpoint_deltas=checkpoint_deltas, chunk_cache_bytes=chunk_cache_bytes
     )

@@ -23,6 +23,7 @@ from sqlalchemy.ext.asyncio import create_async_engine
 from sqlalchemy.pool import NullPool
 
 from recorder.errors import StoreUnavailable
+from recorder.store.deadline import within
 from recorder.store.errors import Failure
 from recorder.store.migrations import upgrade
 from recorder.store.statements import (
@@ -73,14 +74,15 @@ class PostgresDatabase:
     dialect = "postgresql"
     append_survives_cancel = False  # a cancelled append is rolled back: group commit waits
 
-    def __init__(self, url: str, pool: asyncpg.Pool) -> None:
+    def __init__(self, url: str, pool: asyncpg.Pool, read_deadline: float | None = None) -> None:
         self.url = url
         self._pool = pool
+        self._read_deadline = read_deadline  # seconds a read may wait for its answer
         self._listener: asyncpg.Connection | None = None
         self.one_trip = False  # the functions of migration 0008 are there
 
     @classmethod
-    async def open(cls, url: str) -> PostgresDatabase:
+    async def open(cls, url: str, read_deadline: float | None = None) -> PostgresDatabase:
         try:
             pool = await asyncpg.create_pool(
                 _with_driver(url, "postgresql"), min_size=1, max_size=_POOL_SIZE, reset=_no_reset
@@ -94,7 +96,7 @@ class PostgresDatabase:
         except OSError as exc:
             reason = exc.strerror or str(exc)
             raise StoreUnavailable(f"cannot connect to PostgreSQL {_where(url)}: {reason}") from exc
-        database = cls(url, pool)
+        database = cls(url, pool, read_deadline)
         try:
             await database._find_functions()
         except BaseException:
@@ -151,6 +153,11 @@ class PostgresDatabase:
             return await drive(conn, body(), transaction=True)
 
     async def read(self, body: Callable[[], Body[T]], *, small: bool = False) -> T:
+        if self._read_deadline is None:
+            return await self._read(body)
+        return await within(self._read(body), self._read_deadline)
+
+    async def _read(self, body: Callable[[], Body[T]]) -> T:
         try:
             async with self._pool.acquire() as conn:
                 return await drive(conn, body(), transaction=False)

@@ -70,7 +70,7 @@ async def redact(context: Context) -> int:
             "redact rewrites the database itself (a sanctioned rewrite), not through a "
             f"server: RECORDER_URL ({settings.url}) is set; give --db URL"
         )
-    store = await open_database(settings.db, create=False)
+    store = await open_database(settings, create=False)
     try:
         history = History(store, checkpoint_every=settings.checkpoint_every)
         report = await redact_recorded(

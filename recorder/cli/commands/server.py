@@ -75,7 +75,7 @@ async def rebuild(context: Context) -> int:
     checkpoints run by run (every closed run; a running one gets its checkpoints when it
     closes), summaries from each thread's latest closed run."""
     settings = context.settings()
-    store = await open_database(settings.db, create=False)
+    store = await open_database(settings, create=False)
     rules = settings.redaction
     try:
         history = History(store, checkpoint_every=settings.checkpoint_every)
