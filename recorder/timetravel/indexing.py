@@ -26,7 +26,7 @@ from typing import Any
 
 import orjson
 
-from recorder.errors import RunNotFound
+from recorder.errors import RunNotFound, StoreUnavailable
 from recorder.reference import JSONObject
 from recorder.reference.inbound import Handler, Inbound
 from recorder.store import EventStore, SearchDoc
@@ -434,10 +434,17 @@ class Indexer:
             return await self._index_pending()
 
     async def follow(self, interval: float) -> None:
-        """Index as runs close, until cancelled; a failure is logged and tried again."""
+        """Index as runs close, until cancelled; a failure is logged and tried again (an
+        unavailable database once, as one line, until indexing goes through again)."""
+        waiting = False
         while True:
             try:
                 await self.index_own()
+                waiting = False
+            except StoreUnavailable as exc:
+                if not waiting:
+                    LOG.warning("search indexing waits for the database: %s", exc)
+                waiting = True
             except Exception as exc:
                 LOG.warning("search indexing failed: %s", exc, exc_info=exc)
             await asyncio.sleep(interval)
