@@ -154,11 +154,11 @@ class Runtime:
             with contextlib.suppress(Exception):
                 await self.proxy.close_left_open()
         await self.proxy.close()
-        if self.proxy.redactor is not None and not (self.journal and self.journal.degraded):
+        if self.proxy.redactor is not None and not self.journal_holds_writes:
             # The runs ended last are redacted before the stop, bounded as the index is.
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self._redact_ended(), _LAST_INDEX)
-        if self.settings.search_index and not (self.journal and self.journal.degraded):
+        if self.settings.search_index and not self.journal_holds_writes:
             # A last pass, bounded: the runs that closed just before the stop are found by
             # search at once, not when a recorder next runs on this database (none while
             # the database is out: the journal holds their ends).
@@ -201,7 +201,7 @@ class Runtime:
         redactor = self.proxy.redactor
         if redactor is None:
             return
-        if self.journal is not None and self.journal.degraded:
+        if self.journal_holds_writes:
             self._unredacted.add(run_id)
             return
         fields = {"run_id": run_id}
@@ -224,6 +224,12 @@ class Runtime:
         self._redact_tries.pop(run_id, None)
         self._unredacted.discard(run_id)
 
+    @property
+    def journal_holds_writes(self) -> bool:
+        """Whether writes wait in the journal (the database out, or the journal draining):
+        what reads the database then may miss what was recorded."""
+        return self.journal is not None and self.journal.degraded
+
     async def _keep_alive(self) -> None:
         while True:
             await asyncio.sleep(self.settings.heartbeat_interval)
@@ -232,9 +238,9 @@ class Runtime:
                 await self.reap()
                 # While the journal holds writes, a run's end may be in it, not yet in the
                 # database: close what an outage left open only once the journal drained.
-                if self.proxy.unclosed and not (self.journal and self.journal.degraded):
+                if self.proxy.unclosed and not self.journal_holds_writes:
                     await self.proxy.close_left_open()
-                if self._unredacted and not (self.journal and self.journal.degraded):
+                if self._unredacted and not self.journal_holds_writes:
                     for run_id in sorted(self._unredacted):
                         self._unredacted.discard(run_id)
                         self._to_checkpoint.put_nowait(run_id)

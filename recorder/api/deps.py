@@ -136,7 +136,7 @@ def install_error_handlers(app: FastAPI) -> None:
 
 def _journaling(runtime: Runtime | None) -> bool:
     """The recorder holds writes in its journal that the database has yet to take."""
-    return runtime is not None and runtime.journal is not None and runtime.journal.degraded
+    return runtime is not None and runtime.journal_holds_writes
 
 
 def explain(exc: RequestValidationError) -> str:
