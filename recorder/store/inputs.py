@@ -302,9 +302,14 @@ class ChunkCache:
 
     A hash names the same bytes forever, so a cached chunk is never stale, whatever the
     database did since (even a rolled-back insert cached its chunks' true bytes); only a
-    root found in a committed row is ever looked up. When full, it starts over. Shared by
-    the reader threads: each operation on the dict is atomic, and a lost update costs
-    only a read.
+    root found in a committed row is ever looked up.
+
+    Two generations, each up to half the budget: what is put goes to the young one; when
+    it is full it becomes the old one and the old one is dropped; what is found in the old
+    one is put in the young one again. What was used since the last turn-over survives it,
+    so a full cache sheds what nobody asked for lately instead of everything at once.
+    Shared by the reader threads: each operation on a dict, and each swap of the two, is
+    atomic, and a lost update costs only a read.
 
     It also keeps, for each node it was asked to join, the bytes under it as spans: for a
     level-1 node its leaves joined in order, one span; for a node above, its level-1
@@ -313,9 +318,8 @@ class ChunkCache:
     """
 
     def __init__(self, budget: int = CHUNK_CACHE_BYTES) -> None:
-        self._chunks: dict[bytes, Chunk] = {}
-        self._spans: dict[bytes, tuple[bytes, ...]] = {}
-        self._size = 0
+        self._young = _Generation()
+        self._old = _Generation()
         self._budget = budget
 
     @property
@@ -325,33 +329,62 @@ class ChunkCache:
     @property
     def size(self) -> int:
         """About how many bytes it keeps: each chunk's and span's, and 100 for each entry."""
-        return self._size
+        return self._young.size + self._old.size
 
     def get(self, key: bytes) -> Chunk | None:
-        return self._chunks.get(key)
+        found = self._young.chunks.get(key)
+        if found is None:
+            found = self._old.chunks.get(key)
+            if found is not None:
+                self._put_chunk(found)
+        return found
 
     def put(self, chunks: Iterable[Chunk]) -> None:
         for chunk in chunks:
-            if chunk.hash not in self._chunks:
-                self._chunks[chunk.hash] = chunk
-                self._size += len(chunk.data) + 100
-        self._bound()
+            self._put_chunk(chunk)
 
     def spans(self, key: bytes) -> tuple[bytes, ...] | None:
         """The bytes under node ``key`` in spans, when they were joined before."""
-        return self._spans.get(key)
+        found = self._young.spans.get(key)
+        if found is None:
+            found = self._old.spans.get(key)
+            if found is not None:
+                self._put_spans(key, found, level=0)
+        return found
 
     def keep_spans(self, key: bytes, spans: tuple[bytes, ...], *, level: int) -> None:
-        self._spans[key] = spans
-        # A level-1 node's span is new bytes; above, the spans are its descendants'.
-        self._size += (len(spans[0]) if level == 1 else 8 * len(spans)) + 100
-        self._bound()
+        self._put_spans(key, spans, level=level)
 
-    def _bound(self) -> None:
-        if self._size > self._budget:
-            self._chunks = {}
-            self._spans = {}
-            self._size = 0
+    def _put_chunk(self, chunk: Chunk) -> None:
+        if chunk.hash not in self._young.chunks and self._room(len(chunk.data) + 100):
+            self._young.chunks[chunk.hash] = chunk
+
+    def _put_spans(self, key: bytes, spans: tuple[bytes, ...], *, level: int) -> None:
+        # A level-1 node's span is new bytes; above, the spans are its descendants' (level
+        # 0: not known, counted as new bytes when one span).
+        one = level == 1 or (level == 0 and len(spans) == 1)
+        if key not in self._young.spans and self._room(
+            (len(spans[0]) if one else 8 * len(spans)) + 100
+        ):
+            self._young.spans[key] = spans
+
+    def _room(self, cost: int) -> bool:
+        """Whether ``cost`` more bytes are kept (counted in the young generation), which
+        turns over first when they would not fit; more than a generation holds is not."""
+        half = self._budget // 2
+        if cost > half:
+            return False
+        if self._young.size + cost > half:
+            self._old, self._young = self._young, _Generation()
+        self._young.size += cost
+        return True
+
+
+@dataclass
+class _Generation:
+    chunks: dict[bytes, Chunk] = field(default_factory=dict)
+    spans: dict[bytes, tuple[bytes, ...]] = field(default_factory=dict)
+    size: int = 0
 
 
 class LastTrees:

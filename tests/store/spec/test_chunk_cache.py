@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from itertools import pairwise
 
 import orjson
@@ -10,7 +11,7 @@ import pytest
 from recorder.config import Settings
 from recorder.runtime import Runtime
 from recorder.store import EventStore, NewRun, open_store
-from recorder.store.inputs import CHUNK_CACHE_BYTES, INLINE_BELOW
+from recorder.store.inputs import CHUNK_CACHE_BYTES, INLINE_BELOW, Chunk, ChunkCache
 from recorder.store.sql import SqlStore
 from tests.store.spec.conftest import shared_database
 
@@ -101,3 +102,39 @@ async def test_the_setting_sizes_the_servers_cache(
     monkeypatch.setenv("RECORDER_CHUNK_CACHE_MB", "-1")
     with pytest.raises(ValueError, match="chunk_cache_mb"):
         Settings(db=sqlite_url)
+
+
+def _chunk(n: int) -> Chunk:
+    data = f"chunk {n} ".encode() * 50
+    return Chunk(hashlib.sha256(data).digest(), 0, data)
+
+
+def test_a_full_cache_keeps_what_was_asked_for_lately() -> None:
+    """It sheds what nobody read since it last turned over, not everything at once."""
+    budget = 40 * (len(_chunk(0).data) + 100)  # twenty chunks a generation
+    cache = ChunkCache(budget)
+    hot, cold = _chunk(-1), _chunk(-2)
+    cache.put([hot, cold])
+    for n in range(200):  # ten turn-overs
+        cache.put([_chunk(n)])
+        assert cache.get(hot.hash) == hot
+        assert cache.size <= budget
+    assert cache.get(cold.hash) is None
+    # The last ten put are all there (half a generation: reading them promotes no more).
+    assert all(cache.get(_chunk(n).hash) is not None for n in range(190, 200))
+    assert cache.size <= budget
+    cache.keep_spans(b"node", (b"x" * 500,), level=1)  # spans as chunks
+    for n in range(200, 215):
+        cache.put([_chunk(n)])
+    assert cache.spans(b"node") == (b"x" * 500,)
+    for n in range(215, 255):  # two turn-overs without a read
+        cache.put([_chunk(n)])
+    assert cache.spans(b"node") is None
+
+
+def test_what_a_generation_cannot_hold_is_not_kept() -> None:
+    cache = ChunkCache(1000)
+    big = Chunk(b"h" * 32, 0, b"x" * 600)
+    cache.put([big])
+    assert cache.get(big.hash) is None
+    assert cache.size == 0
