@@ -26,12 +26,13 @@ from typing import Any
 
 import orjson
 
-from recorder.errors import RunNotFound, StoreUnavailable
+from recorder.errors import RunNotFound, StoreError, StoreUnavailable
 from recorder.reference import JSONObject
 from recorder.reference.inbound import Handler, Inbound
 from recorder.store import EventStore, SearchDoc
 from recorder.store.model import INPUT, MESSAGE, REASONING, RUN_ERROR, TOOL_CALL, Run
 from recorder.timetravel.giveway import GiveWay
+from recorder.timetravel.history import History
 from recorder.wire.events import RecordedEvent
 
 LOG = logging.getLogger("recorder.search")
@@ -363,6 +364,7 @@ class Indexer:
         handover: float = 60.0,
     ) -> None:
         self.store = store
+        self._history = History(store)  # what a run's parent ended with
         self.batch = batch
         self.owner = owner
         self.handover = handover
@@ -389,10 +391,11 @@ class Indexer:
                 await self._give_way()
             done = page[-1].seq
         try:
-            docs = posted_messages(run) + collector.documents()
+            posted, docs = posted_messages(run), collector.documents()
         except Exception as exc:  # a bug here must not hold every later run back
             LOG.error("cannot index run %s: %s", run_id, exc, exc_info=exc)
-            docs = []
+            posted, docs = [], []
+        docs = await self._new_in_input(run, posted) + docs
         written = 0
         for start in range(0, max(len(docs), 1), _DOCS_PER_WRITE):
             await self._give_way()
@@ -426,6 +429,24 @@ class Indexer:
             done += len(pending)
             if len(pending) < self.batch:
                 return done
+
+    async def _new_in_input(self, run: Run, posted: list[SearchDoc]) -> list[SearchDoc]:
+        """``posted`` but what the run's parent ended with (at the point it branched off):
+        a backend tool's result, recorded and indexed with its call, comes back in the
+        next turn's input; so does a message posted again (a regenerated turn)."""
+        if not posted or run.parent_run_id is None or run.parent_run_id == run.run_id:
+            return posted
+        try:
+            _, before = await self._history.state(run.parent_run_id, run.parent_seq)
+        except RunNotFound:  # purged: what it held is not indexed either
+            return posted
+        except StoreError:
+            raise  # the run is indexed again later
+        except Exception as exc:  # a bug here must not hold every later run back
+            LOG.error("cannot project run %s: %s", run.parent_run_id, exc, exc_info=exc)
+            return posted
+        known = {m.get("id") for m in before.messages if isinstance(m, dict)}
+        return [doc for doc in posted if doc.message_id is None or doc.message_id not in known]
 
     async def reindex(self) -> int:
         """Drop the index and build it again from the log; how many runs were indexed."""

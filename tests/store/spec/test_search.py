@@ -176,6 +176,45 @@ async def test_escaped_json_and_a_frontend_tools_posted_result(store: EventStore
     assert posted.snippet == "the user chose kiwi"
 
 
+async def test_what_the_log_holds_is_not_indexed_again_as_posted(store: EventStore) -> None:
+    """A backend tool's result comes back in the next turn's input, and a regenerated
+    turn posts its user message again: each is found once, where it was first recorded."""
+    question = {"id": "u1", "role": "user", "content": "what is the weather in Lyon"}
+    await record(
+        store,
+        "r1",
+        "t1",
+        [
+            ev(type="TOOL_CALL_START", toolCallId="c1", toolCallName="weather"),
+            ev(type="TOOL_CALL_ARGS", toolCallId="c1", delta='{"city": "Lyon"}'),
+            ev(type="TOOL_CALL_END", toolCallId="c1"),
+            ev(type="TOOL_CALL_RESULT", messageId="x1", toolCallId="c1", content="drizzle"),
+        ],
+        messages=(question,),
+    )
+    call = {"id": "c1", "type": "function", "function": {"name": "weather", "arguments": "{}"}}
+    history = (
+        question,
+        {"id": "a1", "role": "assistant", "toolCalls": [call]},
+        {"id": "x1", "role": "tool", "toolCallId": "c1", "content": "drizzle"},
+    )
+    follow_up = {"id": "u2", "role": "user", "content": "and tomorrow in Lyon"}
+    for run in ("r2", "r3"):  # r3: the same turn regenerated, its input posted again
+        await store.create_run(
+            NewRun(run, "t1", "support", posted("t1", run, *history, follow_up), infer_parent=True)
+        )
+        await store.set_status(run, "finished")
+    await Indexer(store).index_pending()
+    assert await hits(store, "drizzle") == [("r1", "tool_call", 1)]
+    assert await hits(store, "tomorrow") == [("r2", "input", -1)]
+    assert await hits(store, "weather Lyon", kind="input") == [("r1", "input", -1)]
+    # Rebuilt from the log: the same answers.
+    await store.clear_index()
+    await Indexer(store).reindex()
+    assert await hits(store, "drizzle") == [("r1", "tool_call", 1)]
+    assert await hits(store, "tomorrow") == [("r2", "input", -1)]
+
+
 @pytest.mark.parametrize(
     ("query", "found"),
     [
