@@ -1,9 +1,11 @@
 """Reading bodies that recompute the hash chains (``recorder.store.chain``) and the heads.
 
-A thread is checked run by run: every event's hash from the run's genesis, seqs gap-free
-from 0, the run's own count and, once closed, its head; then the thread's chain over its
-closed runs in seal order against the thread's head. The first problem of each run is
-reported (after one break every later link differs too), then the thread's own.
+Every thread is checked, then what its rows cannot reach (runs without a thread row,
+events without a run row). A thread is checked run by run: every event's hash from the
+run's genesis, seqs gap-free from 0, the run's own count and, once closed, its head; then
+the thread's chain over its closed runs in seal order against the thread's head. The
+first problem of each run is reported (after one break every later link differs too),
+then the thread's own.
 """
 
 from __future__ import annotations
@@ -29,6 +31,18 @@ EVENTS = Fetch(
 )
 SANCTIONS = Fetch("SELECT kind FROM sanctioned")
 ALL_THREADS = Fetch("SELECT thread_id FROM threads ORDER BY thread_id")
+# What "every thread" cannot reach through the threads table: runs whose thread's row is
+# gone, events whose run's row is gone (the foreign keys stop the application, not someone
+# who turns them off).
+RUNS_WITHOUT_THREAD = Fetch(
+    "SELECT run_id, thread_id, status, event_count, head, seal FROM runs WHERE NOT EXISTS "
+    "(SELECT 1 FROM threads WHERE threads.thread_id = runs.thread_id) "
+    "ORDER BY thread_id, created_at, run_id"
+)
+EVENTS_WITHOUT_RUN = Fetch(
+    "SELECT run_id, min(thread_id), count(*) FROM events WHERE NOT EXISTS "
+    "(SELECT 1 FROM runs WHERE runs.run_id = events.run_id) GROUP BY run_id ORDER BY run_id"
+)
 THREAD_HEADS = Fetch("SELECT thread_id, head, sealed FROM threads")
 RUNNING = Fetch(
     "SELECT run_id, thread_id, event_count, (SELECT hash FROM events "
@@ -52,10 +66,13 @@ def verify(
         kinds = ", ".join(sorted(str(row[0]) for row in left))
         what = f"a sanction ({kinds}) was committed: the append-only triggers are open"
         report.problems.append(ChainProblem("", None, None, what))
-    if not thread_ids and not run_ids:
+    everything = not thread_ids and not run_ids
+    if everything:
         thread_ids = [str(row[0]) for row in (yield ALL_THREADS, ())]
     for thread_id in thread_ids:
         yield from _thread(thread_id, report, marks)
+    if everything:
+        yield from _unreachable(report, marks)
     for run_id in run_ids:
         rows = yield RUN, (run_id,)
         if not rows:
@@ -74,6 +91,20 @@ def heads(now: float) -> Body[Heads]:
         tail = bytes(last) if last is not None else chain.run_genesis(thread_id, run_id)
         running[str(run_id)] = (str(thread_id), int(count) - 1, tail)
     return Heads(now, threads, running)
+
+
+def _unreachable(report: ChainReport, marks: dict[str, int]) -> Body[None]:
+    """Check the runs whose thread has no row, and report it and events without a run."""
+    orphans = yield RUNS_WITHOUT_THREAD, ()
+    for thread_id in sorted({str(row[1]) for row in orphans}):
+        what = "runs of this thread have no thread row (it was removed, its chain's head too)"
+        report.problems.append(ChainProblem(thread_id, None, None, what))
+    for row in orphans:
+        yield from _run(row, report, marks)
+    for run_id, thread_id, count in (yield EVENTS_WITHOUT_RUN, ()):
+        what = f"{count} events of a run that has no row (it was removed)"
+        report.problems.append(ChainProblem(str(thread_id), str(run_id), None, what))
+        report.events += int(count)
 
 
 def _thread(thread_id: str, report: ChainReport, marks: dict[str, int]) -> Body[None]:

@@ -6,8 +6,10 @@ chains are what make such changes evident (``EventStore.verify_chains``).
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
+import asyncpg
 import pytest
 
 from recorder.errors import AppendOnlyViolation
@@ -140,3 +142,49 @@ async def test_a_sanction_left_committed_is_found(store: EventStore) -> None:
     assert [p.what for p in report.problems] == [
         "a sanction (purge) was committed: the append-only triggers are open"
     ]
+
+
+async def _without_foreign_keys(url: str, *statements: str) -> None:
+    """Run ``statements`` as someone with the database in hand who turns the foreign keys
+    (and, on PostgreSQL, every trigger) off for their session."""
+    if url.startswith("sqlite"):
+        conn = sqlite3.connect(url.split("///", 1)[1])  # foreign keys off by default
+        try:
+            for statement in statements:
+                conn.execute(statement)
+            conn.commit()
+        finally:
+            conn.close()
+        return
+    pg = await asyncpg.connect(url.replace("postgresql+asyncpg://", "postgresql://", 1))
+    try:
+        await pg.execute("SET session_replication_role = replica")
+        for statement in statements:
+            await pg.execute(statement)
+    finally:
+        await pg.close()
+
+
+async def test_runs_and_events_whose_rows_above_were_removed_are_found(
+    store: EventStore, db_url: str
+) -> None:
+    await _record(store)
+    await _drop_triggers(store)
+    await raw_sql(
+        store, "UPDATE events SET payload = ? WHERE run_id = 'r1' AND seq = 2", b'{"n":2}'
+    )
+    await _without_foreign_keys(
+        db_url,
+        "DELETE FROM threads WHERE thread_id = 't1'",
+        "DELETE FROM runs WHERE run_id = 'r3'",
+    )
+    report = await store.verify_chains()
+    assert [(p.thread_id, p.run_id, p.seq) for p in report.problems] == [
+        ("t2", None, None),  # its chain covers a run it no longer has
+        ("t1", None, None),
+        ("t1", "r1", 2),
+        ("t2", "r3", None),
+    ]
+    assert report.problems[1].what.startswith("runs of this thread have no thread row")
+    assert report.problems[3].what == "4 events of a run that has no row (it was removed)"
+    assert (report.runs, report.events) == (2, 12)
