@@ -331,6 +331,10 @@ class ChunkCache:
         """About how many bytes it keeps: each chunk's and span's, and 100 for each entry."""
         return self._young.size + self._old.size
 
+    def clear(self) -> None:
+        """Keep nothing (until more is put)."""
+        self._young, self._old = _Generation(), _Generation()
+
     def get(self, key: bytes) -> Chunk | None:
         found = self._young.chunks.get(key)
         if found is None:

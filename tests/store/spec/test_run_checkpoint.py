@@ -57,7 +57,7 @@ async def test_a_large_checkpoint_comes_back_whole(store: EventStore) -> None:
     )
     await store.save_checkpoint("r1", 0, blob)
     assert (await store.run_checkpoint("r1"))[1] == (0, blob)
-    store._chunks._chunks.clear()  # type: ignore[attr-defined]
+    store.chunk_cache.clear()  # type: ignore[attr-defined]
     assert (await store.run_checkpoint("r1"))[1] == (0, blob)
     assert (await store.run_checkpoint("r1"))[1] == (0, blob)
 
