@@ -178,6 +178,10 @@ class PostgresDatabase:
             await engine.dispose()
         await self._find_functions()
 
+    async def scrub(self) -> None:
+        """Nothing to do here: old row versions go with VACUUM, the WAL with its own
+        recycling (the README's erasure section says what that takes)."""
+
     async def listen(self, wake: asyncio.Event) -> None:
         try:
             self._listener = await asyncpg.connect(_with_driver(self.url, "postgresql"))

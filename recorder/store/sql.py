@@ -31,7 +31,7 @@ from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from typing import Any, Protocol, TypeVar
 
-from recorder.errors import RunNotFound
+from recorder.errors import RunNotFound, StoreError
 from recorder.store import (
     annotation,
     calls,
@@ -96,6 +96,8 @@ class Database(Protocol):
     on another connection, when its connection is found broken, only if ``idempotent``.
     ``one_trip``: the database has the functions of ``calls.py`` (PostgreSQL, migrated).
     ``small`` (a read): a few rows found by key, which SQLite reads on the event loop.
+    ``scrub`` leaves no byte of what was deleted or overwritten in the database's own
+    files where it can (SQLite: its WAL checkpointed and emptied), after a purge or rewrite.
     """
 
     url: str
@@ -115,6 +117,7 @@ class Database(Protocol):
     ) -> T: ...
     async def read(self, body: Callable[[], Body[T]], *, small: bool = False) -> T: ...
     async def migrate(self) -> None: ...
+    async def scrub(self) -> None: ...
     async def listen(self, wake: asyncio.Event) -> None: ...
     async def close(self) -> None: ...
 
@@ -394,6 +397,7 @@ class SqlStore:
         if not dry_run:
             for thread in report.threads:  # no delta is taken from a purged input
                 self._recent.forget(thread.thread_id)
+            await self._scrub()
         return report
 
     async def rewrite(
@@ -414,6 +418,7 @@ class SqlStore:
             size,
         )
         self._wake.set()
+        await self._scrub()
         return report
 
     async def rewrite_inputs(self, thread_id: str, inputs: Mapping[str, bytes]) -> int:
@@ -421,11 +426,13 @@ class SqlStore:
         size = sum(map(len, inputs.values()))
         dialect = self.database.dialect
         try:
-            return await self._write(
+            rewritten = await self._write(
                 lambda: governance.rewrite_inputs(thread_id, kept, dialect, self._chunks),
                 len(inputs),
                 size,
             )
+            await self._scrub()
+            return rewritten
         finally:
             self._recent.forget(thread_id)
             for _whole, tree in kept.values():
@@ -613,6 +620,13 @@ class SqlStore:
             return await self.database.write(
                 body, events=events, size=size, alone=alone, idempotent=idempotent
             )
+
+    async def _scrub(self) -> None:
+        """What was just deleted or overwritten out of the files too, where it can be: best
+        effort (what it cannot do now, the next checkpoint does; the change is committed)."""
+        with contextlib.suppress(StoreError):
+            with store_errors(self.database.classify):
+                await self.database.scrub()
 
     async def _read(self, body: Callable[[], Body[T]], *, small: bool = False) -> T:
         with store_errors(self.database.classify):

@@ -162,6 +162,9 @@ class SQLiteDatabase:
     async def migrate(self) -> None:
         await self._writer.run(_migrate, transaction=False)
 
+    async def scrub(self) -> None:
+        await self._writer.scrub()
+
     async def listen(self, wake: asyncio.Event) -> None:
         """Nothing to listen to: SQLite tells no other process of commits; readers poll."""
 

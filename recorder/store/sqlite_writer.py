@@ -63,6 +63,7 @@ class SQLiteWriter:
     _CHECKPOINT_BYTES = 4 * 1024 * 1024
     _COMMIT_BYTES = 40 * 1024  # WAL a small commit writes (its rows' pages and indexes')
     _WAL_FRAMES = 1024  # pages in the WAL (4 MB) past which it must start over
+    _SCRUB_WAIT_MS = 2000  # how long a scrub waits for readers and writers to let it run
 
     def __init__(
         self,
@@ -123,6 +124,19 @@ class SQLiteWriter:
         if transaction:
             self._committed(written)
         return result
+
+    async def scrub(self) -> bool:
+        """The WAL copied into the database and emptied (a TRUNCATE checkpoint, on the
+        checkpoints' connection): the pages a purge or rewrite freed or overwrote are then
+        zeroed in the file (``secure_delete``), and their old images in the WAL gone.
+        Whether it got that far: it waits for readers on an older snapshot (and holds off
+        writers meanwhile) at most ``_SCRUB_WAIT_MS``; if they are not done by then, the
+        later checkpoints copy and overwrite what it could not. Without a WAL (in memory)
+        there is nothing to do."""
+        if self._checkpointer is None or self._closing:
+            return True
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._checkpointer, self._truncate)
 
     def read_inline(self, work: Callable[[sqlite3.Connection], T]) -> tuple[bool, T | None]:
         """``work`` (a read) right here on the loop's connection, outside any transaction:
@@ -199,6 +213,18 @@ class SQLiteWriter:
         except sqlite3.Error:
             return 0
         return int(row[1]) if row is not None else 0
+
+    def _truncate(self) -> bool:
+        if self._checkpoints is None:
+            assert self._connect_checkpoints is not None
+            self._checkpoints = self._connect_checkpoints()
+        conn = self._checkpoints
+        conn.execute(f"PRAGMA busy_timeout={self._SCRUB_WAIT_MS}")
+        try:
+            busy, _, _ = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        finally:
+            conn.execute("PRAGMA busy_timeout=30000")
+        return not busy
 
     def _checkpoint_locked(self) -> None:
         with contextlib.suppress(sqlite3.Error):  # a later one will do what this one could not
