@@ -76,6 +76,8 @@ async def serve_state(
             )
         else:
             await visible_thread(runtime, principal, wanted.id)
+            if wanted.run_id is not None:  # another thread's run, hidden: as an unknown one
+                await visible_run(runtime, principal, wanted.run_id)
             parts = await views.thread_state_parts(
                 runtime.store, runtime.history, wanted.id, run_id=wanted.run_id, seq=wanted.seq
             )

@@ -6,7 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Header, Query
 
-from recorder.api.access import PrincipalDep, ReadDep, visible_thread
+from recorder.api.access import PrincipalDep, ReadDep, visible_run, visible_thread
 from recorder.api.deps import RuntimeDep
 from recorder.api.views import ERRORS, JSON, SSE_HEADERS, EventStream, stream_doc
 from recorder.models import State, ThreadDetail, ThreadHistory, ThreadPage
@@ -65,6 +65,8 @@ async def thread_state(
     seq: int | None = Query(None, description="after this event (-1: before the first)"),
 ) -> JSON:
     await visible_thread(runtime, principal, thread_id)
+    if runId is not None:  # another thread's run, hidden: as for one that does not exist
+        await visible_run(runtime, principal, runId)
     body = await views.thread_state_body(
         runtime.store, runtime.history, thread_id, run_id=runId, seq=seq
     )

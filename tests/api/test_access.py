@@ -198,6 +198,13 @@ async def test_an_agent_limited_token_sees_only_its_agents_threads(
         assert (await client.get(path, headers=bearer("reader"))).status_code == 200, path
     for path in ("/threads/ta", "/threads/ta/state", "/runs/ra1/events", "/export?threadId=ta"):
         assert (await client.get(path, headers=mine)).status_code == 200, path
+    # Another agent's run named in a visible thread: not found, as an unknown run, where
+    # a token that sees it is told it is in another thread.
+    for run in ("rb1", "nope"):
+        answer = await client.get(f"/threads/ta/state?runId={run}", headers=mine)
+        assert (answer.status_code, answer.json()) == (404, {"detail": f"run '{run}' not found"})
+    other = await client.get("/threads/ta/state?runId=rb1", headers=bearer("reader"))
+    assert (other.status_code, other.json()["detail"]) == (422, "run 'rb1' is not in thread 'ta'")
 
     # An export of everything holds only a's threads.
     lines = [json.loads(x) for x in (await client.get("/export", headers=mine)).text.splitlines()]
