@@ -41,6 +41,9 @@ class Passthrough:
     async def migrate(self) -> None:
         await self.store.migrate()
 
+    async def set_error(self, run_id: str, error: str) -> None:
+        await self.store.set_error(run_id, error)
+
     async def heartbeat(self, run_ids: Sequence[str], owner: str) -> None:
         await self.store.heartbeat(run_ids, owner)
 

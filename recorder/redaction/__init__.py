@@ -19,6 +19,8 @@ import hmac
 from collections.abc import Iterable
 from typing import Any, NamedTuple
 
+import orjson
+
 from recorder.config import RedactionConfig, RedactionRule
 from recorder.redaction import engine
 from recorder.redaction.detectors import features
@@ -158,4 +160,22 @@ def redact(
     return redactor.event(event_type, obj, payload)[0]
 
 
-__all__ = ["RUN_INPUT", "Redactor", "Result", "redact", "redact_payload", "replacement"]
+def error_redacted(error: str, redactor: Redactor) -> str:
+    """``error`` with the rules applied as to a RUN_ERROR event's message."""
+    event = orjson.dumps({"type": "RUN_ERROR", "message": error})
+    result = redact("RUN_ERROR", event, redactor)
+    if not result.fired:
+        return error
+    message = orjson.loads(result.payload).get("message")
+    return message if isinstance(message, str) else error
+
+
+__all__ = [
+    "RUN_INPUT",
+    "Redactor",
+    "Result",
+    "error_redacted",
+    "redact",
+    "redact_payload",
+    "replacement",
+]

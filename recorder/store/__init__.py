@@ -254,6 +254,13 @@ class EventStore(Protocol):
         """
         ...
 
+    async def set_error(self, run_id: str, error: str) -> None:
+        """Replace the error a closed run ended with (its redaction after the fact).
+
+        Raises ``RunNotFound`` (for a run still recording too: its close writes it).
+        """
+        ...
+
     async def set_summary(self, thread_id: str, summary: str) -> None:
         """Make ``summary`` (without any NUL character) the thread's searchable summary.
 

@@ -60,6 +60,7 @@ CLOSE_IF_RUNNING = Fetch(
     "UPDATE runs SET status = ?, finished_at = ? WHERE run_id = ? AND status = ?" + _TAIL
 )
 SET_SUMMARY = Execute("UPDATE threads SET summary = ? WHERE thread_id = ?")
+SET_ERROR = Execute("UPDATE runs SET error = ? WHERE run_id = ? AND status <> 'running'")
 
 
 def check_closes(closes: Sequence[Closing]) -> None:
@@ -257,6 +258,12 @@ def set_summary(thread_id: str, summary: str) -> Body[None]:
     found = yield SET_SUMMARY, (without_nul(summary), thread_id)
     if found == 0:
         raise ThreadNotFound(thread_id)
+
+
+def set_error(run_id: str, error: str) -> Body[None]:
+    found = yield SET_ERROR, (without_nul(error), run_id)
+    if found == 0:
+        raise RunNotFound(run_id)
 
 
 def mark_incomplete(

@@ -300,6 +300,9 @@ class SqlStore:
         )
         self._wake.set()
 
+    async def set_error(self, run_id: str, error: str) -> None:
+        await self._write(lambda: closing.set_error(run_id, error))
+
     async def set_summary(self, thread_id: str, summary: str) -> None:
         await self._write(lambda: closing.set_summary(thread_id, summary))
 

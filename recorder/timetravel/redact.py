@@ -26,13 +26,14 @@ import orjson
 
 from recorder.config import RedactionRule
 from recorder.errors import RunNotFound, ThreadNotFound
-from recorder.redaction import Redactor, redact
+from recorder.redaction import Redactor, error_redacted, redact
 from recorder.redaction.streamed import split_secrets
 from recorder.store import EventStore
 from recorder.store.model import RUNNING, Redacted, Run
 from recorder.timetravel.audit import audited, rewrite
 from recorder.timetravel.history import History
 from recorder.timetravel.indexing import Indexer
+from recorder.timetravel.transfer import summary_of
 from recorder.wire.events import RecordedEvent
 
 
@@ -43,6 +44,7 @@ class RedactReport:
     events: int = 0
     inputs: list[dict[str, Any]] = field(default_factory=list)  # posted inputs a rule matched
     summaries: list[str] = field(default_factory=list)  # threads whose summary a rule matched
+    errors: list[str] = field(default_factory=list)  # runs whose error a rule matched
 
     def view(self) -> dict[str, Any]:
         return {
@@ -51,6 +53,7 @@ class RedactReport:
             "events": self.events,
             "inputs": self.inputs,
             "summaries": self.summaries,
+            "errors": self.errors,
         }
 
 
@@ -128,6 +131,9 @@ async def redact_recorded(
             )
             touched.add(run.run_id)
             report.runs.append({**done, "rules": sorted(fired)})
+        for run in runs:
+            if await _error(store, run, redactor, actor, dry_run):
+                report.errors.append(run.run_id)
         # Their derived data built again, from the rewritten log.
         for run in runs:
             if run.status == RUNNING:
@@ -136,7 +142,10 @@ async def redact_recorded(
                 await history.build_checkpoints(run.run_id)
             if indexer is not None and run.run_id in touched:
                 await indexer.index_run(run.run_id)
-        if await _summary(store, thread_id, redactor, dry_run):
+        matched = {entry["runId"] for entry in inputs} | {
+            entry["runId"] for entry in report.runs if entry["threadId"] == thread_id
+        }
+        if await _summary(store, thread_id, redactor, dry_run, matched):
             report.summaries.append(thread_id)
     return report
 
@@ -230,17 +239,45 @@ def _redacted_inputs(
     return found
 
 
-async def _summary(store: EventStore, thread_id: str, redactor: Redactor, dry_run: bool) -> bool:
+async def _error(
+    store: EventStore, run: Run, redactor: Redactor, actor: str, dry_run: bool
+) -> bool:
+    """Redact the error a closed run ended with (a RUN_ERROR's message, or what the
+    recorder said of its failure), as a RUN_ERROR's message is at record time; whether a
+    rule matched it."""
+    if not run.error or run.status == RUNNING:
+        return False
+    redacted = error_redacted(run.error, redactor)
+    if redacted == run.error:
+        return False
+    if not dry_run:
+        with contextlib.suppress(RunNotFound):  # purged meanwhile
+            async with audited(store, actor, "redact_error", run.thread_id, {"run": run.run_id}):
+                await store.set_error(run.run_id, redacted)
+    return True
+
+
+async def _summary(
+    store: EventStore, thread_id: str, redactor: Redactor, dry_run: bool, matched: set[str]
+) -> bool:
     """Redact the thread's summary (its searchable text, shown in its listing, derived from
-    what was said) as a whole, as it is at record time; whether a rule matched it."""
+    what was said) as a whole; where a rule matched the input or events of the run it is
+    made from (``matched``), built again from them, every rule applied as at record time
+    (rules that apply to inputs or tool results only, too). Whether a rule matched it."""
     try:
-        summary = (await store.get_thread(thread_id)).summary
+        thread = await store.get_thread(thread_id)
+        summary = thread.summary
         redacted = redactor.text(summary) if summary else summary
+        if summary and thread.latest_run_id in matched:
+            latest = await store.get_run(thread.latest_run_id)
+            if latest.status != RUNNING:
+                rebuilt = await summary_of(store, latest, redactor, redacting=True)
+                redacted = rebuilt if rebuilt is not None else redacted
         if redacted == summary:
             return False
         if not dry_run:
             await store.set_summary(thread_id, redacted or "")
-    except ThreadNotFound:  # purged meanwhile
+    except (ThreadNotFound, RunNotFound):  # purged meanwhile
         return False
     return True
 

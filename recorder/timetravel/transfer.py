@@ -20,7 +20,7 @@ from typing import Any
 import orjson
 
 from recorder.errors import Conflict, InputError, RunNotFound
-from recorder.redaction import RUN_INPUT, Redactor, redact
+from recorder.redaction import RUN_INPUT, Redactor, error_redacted, redact
 from recorder.redaction.streamed import split_secrets
 from recorder.store import Annotations, EventStore, Note, Redacted, Run, ThreadFilter
 from recorder.store.model import INCOMPLETE, RUNNING, Closing, Score, Tag
@@ -271,20 +271,35 @@ async def rebuild_summaries(store: EventStore, redactor: Redactor | None) -> int
         run = await store.get_run(run_id)
         if run.status == RUNNING:
             continue
-        said = Said.of(decode(run.input) if run.input is not None else None)
-        done = -1
-        while not said.full:
-            page = await store.read_events(run.run_id, gt=done, limit=_BATCH)
-            if not page:
-                break
-            for event in page:
-                said.feed(event.payload)
-            done = page[-1].seq
-        text = said.text()
+        text = await summary_of(store, run, redactor)
         if text is not None:
-            await store.set_summary(thread_id, _kept(text, redactor))
+            await store.set_summary(thread_id, text)
             count += 1
     return count
+
+
+async def summary_of(
+    store: EventStore, run: Run, redactor: Redactor | None, *, redacting: bool = False
+) -> str | None:
+    """The summary a thread whose latest run is ``run`` keeps (what it said), redacted as
+    a whole; ``redacting``: its input and each event redacted first, as the proxy would
+    have stored them (a redaction of what was recorded without these rules)."""
+
+    def stored(kind: str | None, payload: bytes) -> bytes:
+        return redact(kind, payload, redactor).payload if redacting and redactor else payload
+
+    posted = stored(RUN_INPUT, run.input) if run.input is not None else None
+    said = Said.of(decode(posted) if posted is not None else None)
+    done = -1
+    while not said.full:
+        page = await store.read_events(run.run_id, gt=done, limit=_BATCH)
+        if not page:
+            break
+        for event in page:
+            said.feed(stored(event.type, event.payload))
+        done = page[-1].seq
+    text = said.text()
+    return None if text is None else _kept(text, redactor)
 
 
 def _kept(text: str, redactor: Redactor | None) -> str:
@@ -304,7 +319,9 @@ async def _summary(store: EventStore, run: RunLines, redactor: Redactor | None) 
 
 
 def _redact(run: RunLines, redactor: Redactor) -> None:
-    """The run's input and events as the proxy would have stored them."""
+    """The run's input, events and error as the proxy would have stored them."""
+    if run.error:
+        run.error = error_redacted(run.error, redactor)
     if run.run.input is not None:
         result = redact(RUN_INPUT, run.run.input, redactor)
         if result.fired:

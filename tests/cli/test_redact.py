@@ -145,7 +145,8 @@ async def test_search_after_a_redaction_finds_the_redacted_text_only(db_url: str
         assert await Indexer(store).index_pending() == 2
         (hit,) = (await store.search(SearchFilter(text="alice"))).items
         assert SECRET in hit.snippet
-        # the thread's summary, as a recording proxy writes it when a run closes
+        # the thread's summary, as a recording proxy writes it when a run closes (an
+        # older one's, with a line the run does not say: it is built again from the run)
         await store.set_summary("t1", f"hello\nmail {SECRET} today")
     finally:
         await store.close()
@@ -160,7 +161,7 @@ async def test_search_after_a_redaction_finds_the_redacted_text_only(db_url: str
         (hit,) = (await store.search(SearchFilter(text="today"))).items
         assert hit.snippet == "mail [REDACTED:email] today"
         assert await store.runs_to_index(10) == []
-        assert (await store.get_thread("t1")).summary == "hello\nmail [REDACTED:email] today"
+        assert (await store.get_thread("t1")).summary == "mail [REDACTED:email] today"
         assert (await store.get_thread("t2")).summary is None
     finally:
         await store.close()

@@ -107,7 +107,9 @@ def _text(answer: dict[str, Any], dry_run: bool) -> str:
             f"  {run['runId']} ({run['threadId']}): rules {', '.join(run['rules'])}"
             for run in answer["inputs"]
         ]
+    verb = "would redact" if dry_run else "redacted"
+    if answer["errors"]:
+        lines.append(f"{verb} the error of runs: {', '.join(answer['errors'])}")
     if answer["summaries"]:
-        verb = "would redact" if dry_run else "redacted"
         lines.append(f"{verb} the summary of threads: {', '.join(answer['summaries'])}")
     return "\n".join(lines)
