@@ -169,6 +169,12 @@ def _run(row: Sequence[Any], report: ChainReport, marks: dict[str, int]) -> Body
                     "added or renumbered)",
                 )
                 continue
+            odd = _odd_column(kind, payload, stored)
+            if odd is not None:
+                # SQLite keeps any value in any column: a row edited by hand may hold text
+                # where bytes belong. Nothing after it can be chained.
+                problem = (seq, odd)
+                continue
             head = chain.event_link(head, seq, kind, bytes(payload))
             if event_thread != thread_id:
                 problem = (seq, f"the event says thread {event_thread!r}, its run {thread_id!r}")
@@ -195,6 +201,19 @@ def _run(row: Sequence[Any], report: ChainReport, marks: dict[str, int]) -> Body
     if problem is not None:
         report.problems.append(ChainProblem(thread_id, run_id, problem[0], problem[1]))
     return head
+
+
+def _odd_column(kind: Any, payload: Any, stored: Any) -> str | None:
+    """What is stored in a column of another type than the log writes, if anything."""
+    for column, value, allowed in (
+        ("type", kind, (str, type(None))),
+        ("payload", payload, (bytes, memoryview, bytearray)),
+        ("hash", stored, (bytes, memoryview, bytearray, type(None))),
+    ):
+        if not isinstance(value, allowed):
+            what = "NULL" if value is None else "text" if isinstance(value, str) else "a number"
+            return f"the event's {column} is stored as {what}, which the log never writes"
+    return None
 
 
 def _bytes(value: Any) -> bytes | None:

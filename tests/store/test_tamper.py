@@ -188,3 +188,25 @@ async def test_runs_and_events_whose_rows_above_were_removed_are_found(
     assert report.problems[1].what.startswith("runs of this thread have no thread row")
     assert report.problems[3].what == "4 events of a run that has no row (it was removed)"
     assert (report.runs, report.events) == (2, 12)
+
+
+async def test_a_payload_edited_into_text_is_found_not_a_failure(tmp_path: Path) -> None:
+    """SQLite keeps any value in any column: a payload edited with ``replace()`` comes
+    back as text. It is a problem found at its seq, not an error of the verification."""
+    url = f"sqlite+aiosqlite:///{tmp_path / 'recorder.db'}"
+    store = await open_store(url, migrate=True)
+    try:
+        await _record(store)
+        await _drop_triggers(store)
+        await raw_sql(
+            store,
+            "UPDATE events SET payload = replace(CAST(payload AS TEXT), 'sr11', 'XXXX') "
+            "WHERE run_id = 'r1' AND seq = 1",
+        )
+        report = await store.verify_chains()
+    finally:
+        await store.close()
+    assert [(p.thread_id, p.run_id, p.seq) for p in report.problems] == [("t1", "r1", 1)]
+    assert report.problems[0].what == (
+        "the event's payload is stored as text, which the log never writes"
+    )
