@@ -140,6 +140,15 @@ DETECTORS: tuple[Detector, ...] = ("email", "card", "token", "ip", "phone")
 _RULE_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 
 
+_TOKEN = re.compile(r"[\x21-\x7e]+")  # what an HTTP header carries as it is
+NOT_A_TOKEN = "a token is printable ASCII characters without spaces (as `recorder token new` makes)"
+
+
+def is_token(value: str) -> bool:
+    """Whether ``value`` can be a token: what a header carries as it is, nothing else."""
+    return _TOKEN.fullmatch(value) is not None
+
+
 class RedactionRule(BaseModel):
     """A built-in detector or a custom regular expression, and where it applies. A rule
     may be given as a detector's name alone (``"email"``)."""
@@ -400,6 +409,18 @@ class Settings(BaseSettings):
     @classmethod
     def _agents(cls, value: Any) -> dict[str, dict[str, Any]]:
         return parse_agents(value)
+
+    @field_validator("api_token")
+    @classmethod
+    def _api_token(cls, value: str | None) -> str | None:
+        # An empty one (a variable that was not set, expanded) would turn authentication
+        # off without a word; one a header cannot carry fails every request, its text in
+        # the driver's error.
+        if value == "":
+            raise ValueError("empty: give a token, or leave it unset for no authentication")
+        if value is not None and not is_token(value):
+            raise ValueError(NOT_A_TOKEN)
+        return value
 
     @model_validator(mode="after")
     def _tokens_for_agents(self) -> Settings:

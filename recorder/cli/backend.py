@@ -17,6 +17,7 @@ from typing import Protocol
 
 from recorder.cli.local import LocalBackend, describe_database
 from recorder.client import AsyncRecorderClient
+from recorder.client.transport import shown
 from recorder.config import Settings
 from recorder.errors import ConfigError
 from recorder.models import (
@@ -152,7 +153,7 @@ async def open_backend(
         raise ConfigError("give --db or --url, not both")
     if settings.url and not db_given:
         async with AsyncRecorderClient(settings.url, token=settings.api_token) as client:
-            yield client, f"asked the recorder at {settings.url}"
+            yield client, f"asked the recorder at {shown(settings.url)}"
         return
     local = await LocalBackend.open(settings, create=create)
     try:

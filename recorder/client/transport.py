@@ -94,4 +94,14 @@ async def lines(response: httpx.Response) -> AsyncIterator[bytes]:
 
 def unreachable(base_url: str, exc: httpx.TransportError) -> RecorderError:
     reason = str(exc) or type(exc).__name__
-    return RecorderError(f"cannot reach the recorder at {base_url}: {reason}")
+    return RecorderError(f"cannot reach the recorder at {shown(base_url)}: {reason}")
+
+
+def shown(url: str) -> str:
+    """A recorder's URL as messages show it: without the password of its user part."""
+    try:
+        parsed = httpx.URL(url)
+    except httpx.InvalidURL:
+        return url
+    hidden = parsed.copy_with(username=parsed.username, password="***")
+    return str(hidden) if parsed.password else url

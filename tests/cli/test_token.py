@@ -46,3 +46,28 @@ async def test_token_hash_reads_the_token_from_stdin() -> None:
     assert empty.code != 0 and "stdin" in empty.err
     table = await recorder("token", "hash", "--name", "ops", "--scope", "admin", stdin=b"x\n")
     assert tomllib.loads(table.out)["tokens"]["ops"]["scopes"] == ["admin"]
+
+
+async def test_a_token_a_header_cannot_carry_is_refused_without_being_shown() -> None:
+    """An empty token (an unset variable, expanded) would turn authentication off without
+    a word; one with a newline or an accent fails every request, quoted in the error."""
+    for given, said in [
+        ("", "empty: give a token, or leave it unset for no authentication"),
+        ("abc\n", "a token is printable ASCII"),
+        ("sécret", "a token is printable ASCII"),
+    ]:
+        served = await recorder("serve", "--port", "0", "--api-token", given)
+        asked = await recorder("threads", "--url", "http://127.0.0.1:9", "--token", given)
+        for done in (served, asked):
+            assert done.code == 2 and said in done.err, done.err
+            assert "Traceback" not in done.err
+            assert not given or given not in done.err
+    hashed = await recorder("token", "hash", stdin=b"\xff\n")
+    assert hashed.code == 2 and "token hash: a token is printable ASCII" in hashed.err
+    assert "Traceback" not in hashed.err
+
+
+async def test_a_recorders_password_is_never_shown() -> None:
+    done = await recorder("threads", "--url", "http://ops:hunter2@127.0.0.1:9", "-v")
+    assert done.code == 2 and "cannot reach the recorder at http://ops:***@127.0.0.1:9" in done.err
+    assert "hunter2" not in done.out + done.err

@@ -9,6 +9,7 @@ from pydantic import ValidationError
 from recorder.cli.context import Context
 from recorder.cli.local import open_database
 from recorder.cli.parser import Commands
+from recorder.client.transport import shown
 from recorder.config import RedactionConfig, RedactionRule
 from recorder.errors import InputError
 from recorder.timetravel.audit import CLI
@@ -68,7 +69,7 @@ async def redact(context: Context) -> int:
     if settings.url and args.db is None:
         raise InputError(
             "redact rewrites the database itself (a sanctioned rewrite), not through a "
-            f"server: RECORDER_URL ({settings.url}) is set; give --db URL"
+            f"server: RECORDER_URL ({shown(settings.url)}) is set; give --db URL"
         )
     store = await open_database(settings, create=False)
     try:

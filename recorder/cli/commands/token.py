@@ -9,7 +9,7 @@ import sys
 
 from recorder.cli.context import Context
 from recorder.cli.parser import Commands
-from recorder.config import SCOPES, hash_token
+from recorder.config import NOT_A_TOKEN, SCOPES, hash_token, is_token
 from recorder.errors import InputError
 
 
@@ -49,6 +49,8 @@ async def token(context: Context) -> int:
                 + ("none was given" if not lines else f"{len(lines)} lines were given")
             )
         value = lines[0]
+        if not is_token(value):
+            raise InputError(f"token hash: {NOT_A_TOKEN}")
     digest = hash_token(value)
     scopes = args.scope or ["read"]
     table = {"hash": digest, "scopes": scopes, **({"agents": args.agent} if args.agent else {})}
