@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import io
 import os
 import sys
 from collections.abc import Sequence
@@ -21,13 +22,18 @@ from recorder.errors import RecorderError
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    for stream in (sys.stdout, sys.stderr):
+        # A terminal or pipe that is not UTF-8 (LC_ALL=C without UTF-8 mode) gets what it
+        # cannot encode escaped, not a traceback halfway through the answer.
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(errors="backslashreplace")
     parser = build_parser(GROUPS)
     args, extra = parser.parse_known_args(argv)
+    command: argparse.ArgumentParser = getattr(args, "command_parser", parser)
     if extra:  # said by the command's own parser, with its usage (exit 2)
-        command: argparse.ArgumentParser = getattr(args, "command_parser", parser)
         command.error(f"unrecognized arguments: {' '.join(extra)}")
-    if not hasattr(args, "handler"):
-        parser.print_help()
+    if not hasattr(args, "handler"):  # a group without its command: its help, as an error
+        command.print_help(sys.stderr)
         return 2
     try:
         with _runner() as runner:

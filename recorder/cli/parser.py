@@ -58,6 +58,7 @@ class Commands:
     def group(self, name: str, help_text: str) -> Commands:
         """A command with commands of its own (``recorder audit verify``)."""
         p = self._sub.add_parser(name, help=help_text, description=help_text)
+        p.set_defaults(command_parser=p)  # its own help when no command of it is given
         return Commands(p.add_subparsers(metavar="COMMAND"))
 
 

@@ -459,3 +459,21 @@ async def test_replay_refuses_an_option_its_id_cannot_take(recorded: Recorded) -
         done = await run_main(command, "t1-r1", "--after", "-5", "--db", recorded.db)
         assert (done.code, done.out) == (2, ""), command
         assert done.err == f"recorder: --after must be -1 to {(1 << 31) - 1}, got -5\n"
+
+
+async def test_a_terminal_that_is_not_utf8_gets_escapes_not_a_traceback(
+    recorded: Recorded,
+) -> None:
+    ascii_only = clean_env(LC_ALL="C", LANG="C", PYTHONUTF8="0", PYTHONIOENCODING="")
+    done = await recorder("show", "t1", "--db", recorded.db, env=ascii_only)
+    assert done.code == 0, done.err
+    assert "\\xb0C" in done.out  # the demo's "°C", escaped
+    assert "Traceback" not in done.err
+
+
+async def test_a_group_without_its_command_shows_its_own_help_as_an_error() -> None:
+    done = await recorder("audit")
+    assert done.code == 2 and done.out == ""
+    assert done.err.startswith("usage: recorder audit [-h] COMMAND ...")
+    bare = await recorder()
+    assert bare.code == 2 and bare.out == "" and bare.err.startswith("usage: recorder [-h]")
