@@ -477,3 +477,12 @@ async def test_a_group_without_its_command_shows_its_own_help_as_an_error() -> N
     assert done.err.startswith("usage: recorder audit [-h] COMMAND ...")
     bare = await recorder()
     assert bare.code == 2 and bare.out == "" and bare.err.startswith("usage: recorder [-h]")
+
+
+async def test_an_import_of_a_file_that_is_not_there_creates_no_database(tmp_path: Path) -> None:
+    db = tmp_path / "new.db"
+    done = await recorder(
+        "import", str(tmp_path / "typo.jsonl"), "--db", f"sqlite+aiosqlite:///{db}"
+    )
+    assert done.code == 2 and "cannot read" in done.err and "typo.jsonl" in done.err
+    assert not db.exists()

@@ -53,8 +53,9 @@ async def export(context: Context) -> int:
 
 
 async def import_(context: Context) -> int:
-    async with context.backend(create=True) as backend:
-        with _open(context.args.file) as source:
+    # The file first: a name mistyped creates no database.
+    with _open(context.args.file) as source:
+        async with context.backend(create=True) as backend:
             report = await backend.import_jsonl(_lines(source))
     context.out.data(
         report,
