@@ -423,6 +423,15 @@ class Settings(BaseSettings):
         return value
 
     @model_validator(mode="after")
+    def _one_demo(self) -> Settings:
+        if self.demo_agent and "demo" in self.agents:
+            raise ValueError(
+                "demo_agent serves the built-in agent as 'demo', and an agent named 'demo' "
+                "is configured: rename that one, or leave demo_agent off"
+            )
+        return self
+
+    @model_validator(mode="after")
     def _tokens_for_agents(self) -> Settings:
         guarded = sorted(name for name, agent in self.agents.items() if agent.require_token)
         if guarded and not (self.api_token or self.tokens):
@@ -539,10 +548,13 @@ def check_environment(environ: dict[str, str] | os._Environ[str]) -> None:
 def _explain(exc: ValidationError, config_file: str | None) -> str:
     problems = []
     for error in exc.errors():
-        name = ".".join(str(part) for part in error["loc"]) or "settings"
+        name = ".".join(str(part) for part in error["loc"])
+        message = str(error["msg"]).removeprefix("Value error, ")
         if error["type"] == "extra_forbidden":
             where = f" in config file {config_file}" if config_file else ""
             problems.append(f"unknown setting {name!r}{where}")
+        elif not name:  # the settings together
+            problems.append(f"settings: {message}")
         else:
-            problems.append(f"setting {name!r}: {error['msg']}")
+            problems.append(f"setting {name!r}: {message}")
     return "; ".join(problems)

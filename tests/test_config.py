@@ -203,3 +203,14 @@ def test_a_database_given_as_a_path_is_a_sqlite_file() -> None:
         assert load_settings(db=path).db == f"sqlite+aiosqlite:///{path}"
     for url in ("sqlite+aiosqlite:///x.db", "postgresql+asyncpg://u@h/d", "mysql://x/y"):
         assert load_settings(db=url).db == url  # (a URL stays one, refused later if unknown)
+
+
+def test_an_agent_named_demo_beside_the_built_in_demo_is_refused() -> None:
+    """Both would be 'demo': runs went to the configured one, the banner named both."""
+    with pytest.raises(ConfigError) as refused:
+        load_settings(demo_agent=True, agents={"demo": "http://127.0.0.1:1/"})
+    assert str(refused.value) == (
+        "settings: demo_agent serves the built-in agent as 'demo', and an agent named 'demo' "
+        "is configured: rename that one, or leave demo_agent off"
+    )
+    assert load_settings(demo_agent=True, agents={"mine": "http://127.0.0.1:1/"}).demo_agent

@@ -198,7 +198,7 @@ def proxied_agent(scope: Scope) -> str | None:
 def served(settings: Settings) -> Settings:
     """The settings as the server runs with them: with ``demo_agent``, the built-in demo
     agent (mounted at ``/demo-agent/``) is the agent ``demo``."""
-    if settings.demo_agent and "demo" not in settings.agents:
+    if settings.demo_agent and "demo" not in settings.agents:  # (``recorder demo``: as given)
         local = AgentConfig(url=f"http://{_local(settings)}/demo-agent/")
         return settings.model_copy(update={"agents": {**settings.agents, "demo": local}})
     return settings
