@@ -13,7 +13,7 @@ import httpx
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from recorder.client import transport
-from recorder.errors import InputError, RecorderError
+from recorder.errors import InputError, RecorderError, RunNotFound, ThreadNotFound
 from recorder.models import (
     Agent,
     AgentList,
@@ -149,14 +149,14 @@ class AsyncRecorderClient:
             cursor = page.next_cursor
 
     async def thread(self, thread_id: str) -> ThreadDetail:
-        return await self._get(ThreadDetail, f"/threads/{_seg(thread_id)}")
+        return await self._get(ThreadDetail, f"/threads/{_thread(thread_id)}")
 
     async def run(self, run_id: str) -> Run:
-        return await self._get(Run, f"/runs/{_seg(run_id)}")
+        return await self._get(Run, f"/runs/{_run(run_id)}")
 
     async def events(self, run_id: str, *, after_seq: int = -1, limit: int = 1000) -> EventPage:
         """One page of the run's recorded events after ``after_seq``."""
-        path = f"/runs/{_seg(run_id)}/events"
+        path = f"/runs/{_run(run_id)}/events"
         return await self._get(EventPage, path, afterSeq=after_seq, limit=limit)
 
     async def iter_events(
@@ -177,22 +177,22 @@ class AsyncRecorderClient:
         self, thread_id: str, *, run_id: str | None = None, seq: int | None = None
     ) -> State:
         """The thread at a point of one of its runs (default: the end of its latest run)."""
-        path = f"/threads/{_seg(thread_id)}/state"
+        path = f"/threads/{_thread(thread_id)}/state"
         return await self._get(State, path, runId=run_id, seq=seq)
 
     async def run_state(self, run_id: str, *, seq: int | None = None) -> State:
         """Messages, state and pending interrupts after event ``seq`` (default: the end)."""
-        return await self._get(State, f"/runs/{_seg(run_id)}/state", seq=seq)
+        return await self._get(State, f"/runs/{_run(run_id)}/state", seq=seq)
 
     async def history(self, thread_id: str, *, limit: int = 100) -> list[Checkpoint]:
         """The thread at every run boundary, newest first: each run's end, then its start
         (what its agent was given), with the (run, seq) of the point."""
-        path = f"/threads/{_seg(thread_id)}/history"
+        path = f"/threads/{_thread(thread_id)}/history"
         return (await self._get(ThreadHistory, path, limit=limit)).checkpoints
 
     async def verify(self, run_id: str) -> Verification:
         """The reference client's lifecycle checks over the run's recorded events."""
-        return await self._get(Verification, f"/runs/{_seg(run_id)}/verify")
+        return await self._get(Verification, f"/runs/{_run(run_id)}/verify")
 
     # -- streams -----------------------------------------------------------------------------
 
@@ -202,7 +202,7 @@ class AsyncRecorderClient:
         """The run's recorded events after ``after_seq`` exactly as recorded, then (``live``)
         new ones until the run ends."""
         params = {"afterSeq": after_seq, "live": _flag(live)}
-        async with self._stream("GET", f"/runs/{_seg(run_id)}/stream", params=params) as answer:
+        async with self._stream("GET", f"/runs/{_run(run_id)}/stream", params=params) as answer:
             async for event in transport.events(answer):
                 yield event
 
@@ -212,7 +212,7 @@ class AsyncRecorderClient:
         """The thread's current branch as one stream a fresh AG-UI client folds into the
         thread's messages and state (``compact``: one synthetic run of snapshots)."""
         params = {"compact": _flag(compact), "live": _flag(live)}
-        path = f"/threads/{_seg(thread_id)}/stream"
+        path = f"/threads/{_thread(thread_id)}/stream"
         async with self._stream("GET", path, params=params) as answer:
             async for event in transport.events(answer):
                 yield event
@@ -224,7 +224,7 @@ class AsyncRecorderClient:
     ) -> ForkPlan:
         """A dry run of ``fork``: the RunAgentInput it would post, and to which agent."""
         body = _fork_body(options, fields, dry_run=True)
-        response = await self._send("POST", f"/runs/{_seg(run_id)}/fork", json=body)
+        response = await self._send("POST", f"/runs/{_run(run_id)}/fork", json=body)
         return _validated(ForkPlan, response.content)
 
     async def fork(
@@ -233,7 +233,7 @@ class AsyncRecorderClient:
         """Fork a new run from a point of ``run_id`` (``ForkOptions``, or its fields as
         keywords: ``at_seq``, ``messages``, ``state``, ...) and stream it as it is recorded."""
         body = _fork_body(options, fields, dry_run=False)
-        async with self._stream("POST", f"/runs/{_seg(run_id)}/fork", json=body) as answer:
+        async with self._stream("POST", f"/runs/{_run(run_id)}/fork", json=body) as answer:
             async for event in transport.events(answer):
                 yield event
 
@@ -302,7 +302,7 @@ class AsyncRecorderClient:
         the end) of ``to_run`` (None: the same run): the state's RFC 6902 patch and the
         messages added, removed and changed."""
         point = {"toRun": to_run, "toSeq": to_seq} if to_run is not None else {"to": to_seq}
-        path = f"/runs/{_seg(run_id)}/diff"
+        path = f"/runs/{_run(run_id)}/diff"
         return await self._get(StateDiff, path, **{"from": from_seq}, **point)
 
     # -- search ------------------------------------------------------------------------------
@@ -364,7 +364,7 @@ class AsyncRecorderClient:
 
     async def annotations(self, thread_id: str) -> ThreadAnnotations:
         """The thread's tags, notes and score, and its runs' (``runs``)."""
-        path = f"/threads/{_seg(thread_id)}/annotations"
+        path = f"/threads/{_thread(thread_id)}/annotations"
         return await self._get(ThreadAnnotations, path)
 
     async def set_tags(
@@ -451,6 +451,23 @@ def _seg(value: str) -> str:
     return quote(value, safe="")
 
 
+# Ids no URL can carry as a segment (a URL resolves dots away, and an empty one names
+# another route): the recorder records none, so none is found, as with the database.
+_UNROUTABLE = ("", ".", "..")
+
+
+def _thread(thread_id: str) -> str:
+    if thread_id in _UNROUTABLE:
+        raise ThreadNotFound(thread_id)
+    return _seg(thread_id)
+
+
+def _run(run_id: str) -> str:
+    if run_id in _UNROUTABLE:
+        raise RunNotFound(run_id)
+    return _seg(run_id)
+
+
 def _flag(value: bool) -> str:
     return "true" if value else "false"
 
@@ -480,10 +497,10 @@ def _target(thread_id: str | None, run_id: str | None) -> str:
     if run_id is not None and thread_id is not None:
         raise InputError("name a thread or a run, not both (a run's annotations are its own)")
     if run_id is not None:
-        return f"/runs/{_seg(run_id)}"
+        return f"/runs/{_run(run_id)}"
     if thread_id is None:
         raise InputError("name a thread or a run")
-    return f"/threads/{_seg(thread_id)}"
+    return f"/threads/{_thread(thread_id)}"
 
 
 def _tag_filters(tags: Mapping[str, str] | None) -> list[str] | None:

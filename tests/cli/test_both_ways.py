@@ -67,6 +67,15 @@ QUESTIONS = [
     ("fork", "t1-r1", "--thread", "t2", "--dry-run"),
     ("fork", "t1-r3", "--edit", "t1-r1-a2", "--text", "x", "--dry-run"),
     ("fork", "t1-r3", "--regenerate", "nope", "--dry-run"),
+    # Ids no URL carries as a segment: none is recorded, so none is found, both ways.
+    *[
+        (command, unroutable)
+        for unroutable in ("", ".", "..")
+        for command in ("show", "events", "state", "history", "replay", "verify", "diff")
+    ],
+    ("tag", ".", "k=v"),
+    ("note", "..", "text"),
+    ("annotations", ""),
 ]
 
 
