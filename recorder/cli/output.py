@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
 import sys
-from collections.abc import Callable
-from typing import Any
+from collections.abc import AsyncIterator, Callable
+from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
 from recorder.wire.jsontext import dump
+
+T = TypeVar("T")
 
 # What a terminal would act on rather than show: C0 controls but newline and tab, DEL, C1,
 # and the marks that reorder text (bidirectional overrides and isolates).
@@ -33,6 +36,19 @@ def json_text(value: Any, *, indent: bool = True) -> str:
     if isinstance(value, BaseModel):
         value = value.model_dump(mode="json", by_alias=True)
     return dump(value, indent=indent).decode()
+
+
+@contextlib.asynccontextmanager
+async def closing_stream(stream: AsyncIterator[T]) -> AsyncIterator[AsyncIterator[T]]:
+    """``stream``, closed on the way out whatever stops the writing (a reader that closed
+    the pipe): left to the collector, its connection would be closed after the loop is
+    gone, with a traceback."""
+    try:
+        yield stream
+    finally:
+        close = getattr(stream, "aclose", None)
+        if close is not None:
+            await close()
 
 
 class Output:

@@ -486,3 +486,18 @@ async def test_an_import_of_a_file_that_is_not_there_creates_no_database(tmp_pat
     )
     assert done.code == 2 and "cannot read" in done.err and "typo.jsonl" in done.err
     assert not db.exists()
+
+
+async def test_an_export_read_by_head_ends_quietly(recorded: Recorded) -> None:
+    """The reader closes the pipe after one line: the export's stream is closed before the
+    client is, not left to the collector (a traceback, a time in three at least)."""
+    command = (
+        f"{shlex.quote(RECORDER)} export --url {shlex.quote(recorded.url)} --token {TOKEN} "
+        "| head -1 >/dev/null"
+    )
+    for _ in range(5):
+        proc = await asyncio.create_subprocess_shell(
+            command, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=clean_env()
+        )
+        _, err = await proc.communicate()
+        assert err == b"", err.decode()

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 from recorder.cli.context import Context
-from recorder.cli.output import Output
+from recorder.cli.output import Output, closing_stream
 from recorder.cli.parser import Commands
 from recorder.errors import InputError, NotFound
 from recorder.models import StreamedEvent
@@ -54,20 +54,13 @@ async def replay(context: Context) -> int:
 
 async def write_stream(out: Output, events: AsyncIterator[StreamedEvent]) -> bytes | None:
     """SSE exactly as the stream sent it (``id:`` lines kept), or its events as JSON lines;
-    the last event's data (None for none).
-
-    The stream is closed here, whatever stops the writing (a reader that closed the pipe):
-    left to the collector, its connection would be closed after the loop is gone."""
+    the last event's data (None for none)."""
     last = None
-    try:
+    async with closing_stream(events):
         async for event in events:
             if out.json:
                 out.raw(event.data.replace(b"\n", b" ") + b"\n")
             else:
                 out.raw(encode_frame(event.data, event.id))
             last = event.data
-        return last
-    finally:
-        close = getattr(events, "aclose", None)
-        if close is not None:
-            await close()
+    return last

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from recorder.cli.context import Context
+from recorder.cli.output import closing_stream
 from recorder.cli.parser import Commands
 from recorder.errors import InputError
 
@@ -30,8 +31,10 @@ def register(commands: Commands) -> None:
 
 async def export(context: Context) -> int:
     args = context.args
-    async with context.backend() as backend:
-        lines = backend.export_jsonl(args.threads)
+    async with (
+        context.backend() as backend,
+        closing_stream(backend.export_jsonl(args.threads)) as lines,
+    ):
         if not args.out:
             async for line in lines:
                 context.out.raw(line)
