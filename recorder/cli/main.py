@@ -28,8 +28,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         if isinstance(stream, io.TextIOWrapper):
             stream.reconfigure(errors="backslashreplace")
     parser = build_parser(GROUPS)
-    args, extra = parser.parse_known_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    args, extra = parser.parse_known_args(words)
     command: argparse.ArgumentParser = getattr(args, "command_parser", parser)
+    if extra and hasattr(args, "handler"):
+        args = _intermixed(command, words, args)
+        extra = []
     if extra:  # said by the command's own parser, with its usage (exit 2)
         command.error(f"unrecognized arguments: {' '.join(extra)}")
     if not hasattr(args, "handler"):  # a group without its command: its help, as an error
@@ -51,6 +55,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+
+
+def _intermixed(
+    command: argparse.ArgumentParser, words: list[str], args: argparse.Namespace
+) -> argparse.Namespace:
+    """The command's words parsed again with options between its positionals (``tag T
+    --run R k=v``), which a positional taking several values stops otherwise. Anything
+    still left over is said by the command's own parser, with its usage (exit 2)."""
+    depth = len(command.prog.split()) - 1  # "recorder audit verify": after two words
+    try:
+        again = command.parse_intermixed_args(words[depth:])
+    except TypeError:  # a parser intermixed parsing cannot take
+        _, extra = command.parse_known_args(words[depth:])
+        command.error(f"unrecognized arguments: {' '.join(extra)}")
+    return argparse.Namespace(**{**vars(args), **vars(again)})
 
 
 def _silence_stdout() -> None:

@@ -501,3 +501,22 @@ async def test_an_export_read_by_head_ends_quietly(recorded: Recorded) -> None:
         )
         _, err = await proc.communicate()
         assert err == b"", err.decode()
+
+
+async def test_options_between_positionals_are_taken(recorded: Recorded) -> None:
+    """The usage lists options first, so they come there; a positional of several values
+    after them was refused as unrecognized."""
+    db = ("--db", recorded.db)
+    for words in [
+        ("tag", "t1", "--run", "t1-r1", "k=v", "k2=v2"),
+        ("note", "t1", "--author", "me", "some text"),
+        ("score", "t1", "--author", "me", "3"),
+        ("export", "t1", "--out", "-", "t2"),
+    ]:
+        done = await run_main(*words, *db)
+        assert done.code == 0, (words, done.err)
+    saved = json.loads((await run_main("annotations", "t1", "--json", *db)).out)
+    assert saved["runs"]["t1-r1"]["tags"] == {"k": "v", "k2": "v2"}
+    assert [(n["author"], n["text"]) for n in saved["notes"]] == [("me", "some text")]
+    wrong = await recorder("tag", "t1", "--bogus", "k=v", *db)
+    assert wrong.code == 2 and "unrecognized arguments: --bogus" in wrong.err
