@@ -129,7 +129,7 @@ def run_text(run: Run, state: State) -> str:
     lines = [
         f"run {run.run_id}  thread {run.thread_id}  agent {cell(run.agent)}",
         f"status {run.status}  outcome {cell(run.outcome)}  events {run.event_count}"
-        f"  duration {cell(run.duration_ms)} ms",
+        + (f"  duration {run.duration_ms} ms" if run.duration_ms is not None else ""),
         f"parent {parent}",
     ]
     if run.error:

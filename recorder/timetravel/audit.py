@@ -251,9 +251,10 @@ def action_view(action: Action) -> dict[str, Any]:
 
 
 def iso(ts: float) -> str:
+    """UTC, written as every other answer writes it (``...Z``)."""
     when: datetime | None = moment(ts)
     assert when is not None
-    return when.isoformat()
+    return when.isoformat().replace("+00:00", "Z")
 
 
 def _hex(value: bytes | None) -> str | None:

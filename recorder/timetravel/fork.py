@@ -31,7 +31,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from recorder.config import DEFAULT_FORK_STRATEGY, AgentConfig, ForkStrategy
-from recorder.errors import BodyTooLarge, Conflict, InputError, ThreadNotFound
+from recorder.errors import BodyTooLarge, Conflict, InputError, RunNotFound, ThreadNotFound
 from recorder.models import ForkOptions
 from recorder.reference.patch import UNDEFINED, PatchError, UnclonableResult, apply_patch
 from recorder.store import EventStore, Run
@@ -128,6 +128,8 @@ async def plan_fork(
         # Its end is not known yet: the branch starts where it is now, and says so.
         req = replace(req, at_seq=parent.event_count - 1)
     start = await _start(store, history, parent, req)
+    if req.run_id is not None and await _exists(store, req.run_id):
+        raise Conflict(f"run {req.run_id!r} already exists")  # (as the fork itself says)
     new_run = f"run-{uuid.uuid4().hex}" if req.run_id is None else req.run_id
     strategy, thread = await _placement(store, start.run, req, new_run, agents)
     body: dict[str, Any] = {"threadId": thread, "runId": new_run}
@@ -137,6 +139,14 @@ async def plan_fork(
     plan = ForkPlan(start.run.agent or parent.agent, body, start.run.run_id, start.seq, strategy)
     _check_postable(plan, max_bytes)
     return plan
+
+
+async def _exists(store: EventStore, run_id: str) -> bool:
+    try:
+        await store.get_run(run_id, input=False)
+    except RunNotFound:
+        return False
+    return True
 
 
 def _check_postable(plan: ForkPlan, max_bytes: int | None) -> None:

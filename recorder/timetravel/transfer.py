@@ -60,7 +60,7 @@ async def export_lines(
     """Every run of the threads (all threads when none are named), each with its events."""
     if not thread_ids:
         thread_ids = await _all_threads(store, agents)
-    for thread_id in thread_ids:
+    for thread_id in dict.fromkeys(thread_ids):  # each once, in the order named
         for run in await store.list_runs(thread_id, inputs=True):
             yield orjson.dumps(_run_line(run)) + b"\n"
             done = -1

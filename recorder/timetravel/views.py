@@ -13,7 +13,7 @@ import math
 from datetime import UTC, datetime
 from typing import Any
 
-from recorder.errors import InputError
+from recorder.errors import InputError, RunNotFound
 from recorder.models import RUN_STATUSES, ForkPlan
 from recorder.reference.check import verify_frames
 from recorder.reference.projector import Parts
@@ -316,6 +316,8 @@ async def _thread_point(
     store: EventStore, history: History, thread_id: str, run_id: str | None, seq: int | None
 ) -> tuple[dict[str, Any], Located | None]:
     thread = await store.get_thread(thread_id)
+    if run_id == "":  # named, and empty: no run has that id (not "the latest")
+        raise RunNotFound(run_id)
     run_id = run_id or thread.latest_run_id
     if run_id is None:
         if seq is not None:

@@ -73,6 +73,9 @@ QUESTIONS = [
         for unroutable in ("", ".", "..")
         for command in ("show", "events", "state", "history", "replay", "verify", "diff")
     ],
+    ("state", "t1", "--run", ""),  # named, and empty: not "the latest"
+    ("fork", "t1-r1", "--run-id", "t1-r2", "--dry-run"),  # taken: refused as the fork is
+    ("export", "t1", "t1"),  # once
     ("tag", ".", "k=v"),
     ("note", "..", "text"),
     ("annotations", ""),
@@ -91,6 +94,14 @@ async def test_the_same_answers_both_ways(recorded: Recorded) -> None:
 
 async def test_what_the_answers_say(recorded: Recorded) -> None:
     db = ("--db", recorded.db)
+    done = await run_main("state", "t1", "--run", "", *db)
+    assert (done.code, done.err) == (2, "recorder: run '' not found\n")
+    done = await run_main("fork", "t1-r1", "--run-id", "t1-r2", "--dry-run", *db)
+    assert (done.code, done.err) == (2, "recorder: run 't1-r2' already exists\n")
+    once, twice = [(await run_main("export", *ids, *db)).out for ids in (["t1"], ["t1", "t1"])]
+    assert once == twice and once.count("\n") > 10
+    logged = json.loads((await run_main("audit", "log", "--json", *db)).out)["actions"]
+    assert logged and all(action["at"].endswith("Z") for action in logged)
     done = await run_main("state", "t1", "--run", "t2-r1", *db)
     assert (done.code, done.err) == (2, "recorder: run 't2-r1' is not in thread 't1'\n")
     done = await run_main("state", "t1", "--run", "t1-r1", "--seq", "9999", *db)
