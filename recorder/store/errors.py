@@ -72,7 +72,9 @@ def translated(failure: Failure | None, duplicate: str | None = None) -> Recorde
     if failure is Failure.COLLISION:
         return Conflict("a concurrent write collided with this one; nothing was written")
     if failure is Failure.APPEND_ONLY:
-        return AppendOnlyViolation("recorded events and posted inputs are append-only")
+        return AppendOnlyViolation(
+            "recorded events, posted inputs and what redaction did are append-only"
+        )
     if failure is Failure.UNUSABLE_VALUE:
         return InputError(
             "a value the database cannot take (text with a NUL character, a number out of range)"

@@ -410,10 +410,10 @@ def rewrite(
             changed.append({"seq": int(seq), "oldHash": _hex(old_hash), "newHash": new_hash.hex()})
         else:
             yield REHASH_EVENT, (new_hash, run_id, seq)
-    yield Sanction("rewrite", on=False), ()
     now = time.time()
-    if redacted:
+    if redacted:  # (inside the sanction: a row kept gains the rules, an UPDATE)
         yield from _redactions(run_id, redacted, now)
+    yield Sanction("rewrite", on=False), ()
     yield DROP_CHECKPOINTS_FROM, (run_id, first)
     yield from search.forget_run(dialect, run_id)
     new_head = hashes[-1]

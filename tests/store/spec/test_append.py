@@ -11,7 +11,7 @@ import asyncpg
 import pytest
 
 from recorder.errors import RunClosed, RunNotFound
-from recorder.store import EventStore, NewEvent, NewRun
+from recorder.store import EventStore, NewEvent, NewRun, PurgeSelection, Redacted
 from tests.conftest import raw_sql
 from tests.store.spec.conftest import ev
 
@@ -171,6 +171,41 @@ async def test_the_database_refuses_to_change_or_remove_events(store: EventStore
         with pytest.raises(REFUSED, match="events are append-only"):
             await raw_sql(store, "TRUNCATE events CASCADE")
     assert [e.payload for e in await store.read_events("r1")] == [b'{"original":true}']
+
+
+async def test_the_database_refuses_to_change_or_remove_what_redaction_did(
+    store: EventStore,
+) -> None:
+    """The rules and the keyed hash of the original: what shows a redacted event was the
+    one recorded. Only a rewrite (a row gains rules) and a purge change them."""
+    await store.create_run(NewRun("r1", "t1"))
+    secret = ev('{"type":"CUSTOM","name":"x","value":"bob@example.com"}')
+    redacted = Redacted(("email",), "ab" * 32)
+    await store.append(
+        "r1", [secret._replace(payload=b'{"v":"[REDACTED:email]"}', redacted=redacted)]
+    )
+    for sql in (
+        "UPDATE redactions SET rules = '[]'",
+        "UPDATE redactions SET original_mac = NULL",
+        "DELETE FROM redactions",
+    ):
+        with pytest.raises(REFUSED, match="what redaction did is append-only"):
+            await raw_sql(store, sql)
+    if "postgresql" in store.url:
+        with pytest.raises(REFUSED, match="what redaction did is append-only"):
+            await raw_sql(store, "TRUNCATE redactions")
+    (kept,) = await store.list_redactions("r1")
+    assert (kept.rules, kept.mac) == (("email",), "ab" * 32)
+    # The sanctioned rewrite adds its rules to the row; the purge removes it.
+    await store.set_status("r1", "finished")
+    again = {0: b'{"v":"[REDACTED:card]"}'}
+    await store.rewrite(
+        "r1", again, actor="t", reason=None, redacted={0: Redacted(("card",), None)}
+    )
+    (kept,) = await store.list_redactions("r1")
+    assert (set(kept.rules), kept.mac) == ({"email", "card"}, "ab" * 32)
+    await store.purge(PurgeSelection(thread_ids=("t1",)), actor="t", reason=None)
+    assert await raw_sql(store, "SELECT count(*) FROM redactions") == [(0,)]
 
 
 async def test_the_database_refuses_to_change_or_remove_posted_inputs(store: EventStore) -> None:

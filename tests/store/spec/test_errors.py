@@ -93,7 +93,7 @@ async def test_the_append_only_refusal_is_translated(store: EventStore) -> None:
     assert isinstance(store, SqlStore)
     await store.create_run(NewRun("r1", "t1"))
     await store.append("r1", [ev("{}")])
-    refused = r"^recorded events and posted inputs are append-only$"
+    refused = r"^recorded events, posted inputs and what redaction did are append-only$"
     with pytest.raises(AppendOnlyViolation, match=refused) as raised:
         with store_errors(store.database.classify):
             await raw_sql(store, "DELETE FROM events")
