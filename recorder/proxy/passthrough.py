@@ -102,8 +102,14 @@ class Passthrough:
     ) -> None:
         await self.store.save_checkpoint(run_id, seq, data, seen=seen)
 
-    async def rewrite_inputs(self, thread_id: str, inputs: Mapping[str, bytes]) -> int:
-        return await self.store.rewrite_inputs(thread_id, inputs)
+    async def rewrite_inputs(
+        self,
+        thread_id: str,
+        inputs: Mapping[str, bytes],
+        *,
+        redacted: Mapping[str, Redacted] | None = None,
+    ) -> int:
+        return await self.store.rewrite_inputs(thread_id, inputs, redacted=redacted)
 
     async def drop_checkpoints(self, run_id: str | None = None) -> int:
         return await self.store.drop_checkpoints(run_id)

@@ -287,14 +287,22 @@ class EventStore(Protocol):
         """
         ...
 
-    async def rewrite_inputs(self, thread_id: str, inputs: Mapping[str, bytes]) -> int:
+    async def rewrite_inputs(
+        self,
+        thread_id: str,
+        inputs: Mapping[str, bytes],
+        *,
+        redacted: Mapping[str, Redacted] | None = None,
+    ) -> int:
         """Replace posted inputs of the thread's runs (new bytes by run: a redaction after
-        the fact) in one transaction; how many. Each is kept whole or as a tree, and is
-        never a later delta's base (a process may hold its old bytes); one kept as a delta
-        from a replaced one is kept whole first, unchanged. Chunks only the old inputs
-        reached are deleted, the thread's checkpoints and the replaced runs' search
-        documents dropped. Raises ``ThreadNotFound``; ``InputError`` for a run of another
-        thread or without an input."""
+        the fact) in one transaction; how many. ``redacted``: what redaction did to each,
+        by run, kept in ``redactions`` at seq -1 as at record time (a row there already
+        keeps its keyed hash, of the input as posted, and gains the rules). Each is kept
+        whole or as a tree, and is never a later delta's base (a process may hold its old
+        bytes); one kept as a delta from a replaced one is kept whole first, unchanged.
+        Chunks only the old inputs reached are deleted, the thread's checkpoints and the
+        replaced runs' search documents dropped. Raises ``ThreadNotFound``;
+        ``InputError`` for a run of another thread or without an input."""
         ...
 
     async def drop_checkpoints(self, run_id: str | None = None) -> int:

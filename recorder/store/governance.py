@@ -229,6 +229,7 @@ def rewrite_inputs(
     inputs: Mapping[str, tuple[bytes | None, InputTree | None]],
     dialect: str,
     cache: ChunkCache,
+    redacted: Mapping[str, Redacted],
 ) -> Body[int]:
     """Replace the posted inputs of runs of the thread: each given whole (its bytes) or as
     a tree, never as a delta, and marked rewritten so no later delta takes it as its base.
@@ -259,6 +260,8 @@ def rewrite_inputs(
         yield REWRITE_INPUT, (whole, None if tree is None else tree.root, now, run_id)
         if run_id in inputs:
             yield from search.forget_run(dialect, run_id)
+        if run_id in redacted:
+            yield from _redactions(run_id, {-1: redacted[run_id]}, now)  # -1: the input
     yield Sanction("rewrite", on=False), ()
     yield DROP_THREAD_CHECKPOINTS, (thread_id,)
     yield from _collect_chunks(old_roots, dialect)

@@ -424,13 +424,21 @@ class SqlStore:
         await self._scrub()
         return report
 
-    async def rewrite_inputs(self, thread_id: str, inputs: Mapping[str, bytes]) -> int:
+    async def rewrite_inputs(
+        self,
+        thread_id: str,
+        inputs: Mapping[str, bytes],
+        *,
+        redacted: Mapping[str, Redacted] | None = None,
+    ) -> int:
         kept = {run_id: writes.whole_or_tree(data) for run_id, data in inputs.items()}
         size = sum(map(len, inputs.values()))
         dialect = self.database.dialect
         try:
             rewritten = await self._write(
-                lambda: governance.rewrite_inputs(thread_id, kept, dialect, self._chunks),
+                lambda: governance.rewrite_inputs(
+                    thread_id, kept, dialect, self._chunks, redacted or {}
+                ),
                 len(inputs),
                 size,
             )

@@ -209,22 +209,25 @@ async def _inputs(
                 batch.append(await store.get_run(run.run_id))
         found = _redacted_inputs(batch, redactor)
         found_all += [
-            {"runId": run_id, "threadId": thread_id, "rules": sorted(fired)}
-            for run_id, (_data, fired) in sorted(found.items())
+            {"runId": run_id, "threadId": thread_id, "rules": list(redacted.rules)}
+            for run_id, (_data, redacted) in sorted(found.items())
         ]
         if found and not dry_run:
             detail = {"runs": sorted(found)}
             async with audited(store, actor, "rewrite_inputs", thread_id, detail):
-                await store.rewrite_inputs(thread_id, {r: data for r, (data, _) in found.items()})
+                await store.rewrite_inputs(
+                    thread_id,
+                    {run_id: data for run_id, (data, _) in found.items()},
+                    redacted={run_id: redacted for run_id, (_, redacted) in found.items()},
+                )
     return found_all
 
 
-def _redacted_inputs(
-    runs: Iterable[Run], redactor: Redactor
-) -> dict[str, tuple[bytes, tuple[str, ...]]]:
+def _redacted_inputs(runs: Iterable[Run], redactor: Redactor) -> dict[str, tuple[bytes, Redacted]]:
     """The posted inputs that rules match, redacted as the proxy redacts them at record
-    time, with the rules that fired, by run."""
-    found: dict[str, tuple[bytes, tuple[str, ...]]] = {}
+    time, with what redaction did (the rules that fired, the keyed hash of the input as it
+    was), by run."""
+    found: dict[str, tuple[bytes, Redacted]] = {}
     for run in runs:
         if run.input is None:
             continue
@@ -235,7 +238,10 @@ def _redacted_inputs(
         if isinstance(posted, dict):
             result, _stored = redactor.run_input(run.input, posted)
             if result.fired:
-                found[run.run_id] = (result.payload, result.fired)
+                found[run.run_id] = (
+                    result.payload,
+                    Redacted(tuple(sorted(result.fired)), result.mac),
+                )
     return found
 
 

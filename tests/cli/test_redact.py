@@ -286,3 +286,40 @@ async def test_redact_keeps_the_keyed_hash_of_what_it_found(db_url: str, tmp_pat
         assert row.mac == hmac.new(b"k1", before[2], hashlib.sha256).hexdigest()
     finally:
         await store.close()
+
+
+async def test_a_posted_input_redacted_after_the_fact_gets_its_row_and_hash(
+    db_url: str, tmp_path: Path
+) -> None:
+    """As at record time: seq -1, the rules, the keyed hash of the input as it was; an
+    input already redacted there keeps its hash and gains the rules."""
+    posted = json.dumps(
+        {
+            "threadId": "t",
+            "runId": "r1",
+            "messages": [{"id": "u", "role": "user", "content": SECRET}],
+        }
+    ).encode()
+    store = await open_store(db_url, migrate=True)
+    try:
+        await store.create_run(NewRun("r1", "t", agent="a", input=posted))
+        await store.set_status("r1", "finished")
+    finally:
+        await store.close()
+    config = tmp_path / "recorder.toml"
+    config.write_text('[redaction]\nkey = "k1"\nrules = []\n')
+    done = await run_main("redact", "--rule", "email", "--config", str(config), "--db", db_url)
+    assert done.code == 0, done.err
+    done = await run_main(
+        "redact", "--rule", "word=REDACTED", "--config", str(config), "--db", db_url
+    )
+    assert done.code == 0, done.err
+    store = await open_store(db_url)
+    try:
+        (row,) = await store.list_redactions("r1")
+        assert (row.seq, set(row.rules)) == (-1, {"email", "word"})
+        assert row.mac == hmac.new(b"k1", posted, hashlib.sha256).hexdigest()
+        got = await store.get_run("r1")
+        assert got.input is not None and SECRET.encode() not in got.input
+    finally:
+        await store.close()
