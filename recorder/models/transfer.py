@@ -12,3 +12,6 @@ class ImportReport(Model):
     runs_skipped: int
     events_added: int
     annotations_restored: int = Field(0, description="threads whose annotations came back")
+    runs_purged: int = Field(
+        0, description="runs a purge erased after they were exported: not brought back"
+    )

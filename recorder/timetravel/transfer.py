@@ -19,7 +19,7 @@ from typing import Any
 
 import orjson
 
-from recorder.errors import Conflict, InputError, RunNotFound
+from recorder.errors import Conflict, InputError, RunNotFound, ThreadNotFound
 from recorder.redaction import RUN_INPUT, Redactor, error_redacted, redact
 from recorder.redaction.streamed import split_secrets
 from recorder.store import Annotations, EventStore, Note, Redacted, Run, ThreadFilter
@@ -184,6 +184,7 @@ class ImportReport:
     runs_skipped: int = 0
     events_added: int = 0
     annotations_restored: int = 0  # threads whose annotations were put back
+    runs_purged: int = 0  # runs a purge erased after they were exported: not brought back
 
 
 async def split_lines(chunks: AsyncIterable[bytes]) -> AsyncIterator[bytes]:
@@ -220,6 +221,7 @@ async def import_lines(
     as the proxy redacts what it records. ``owner``: the importing process's owner, given
     to the runs it creates, so its own reaper leaves them alone while they are written."""
     report = ImportReport()
+    erased = await _erased(store)
     current: RunLines | None = None
     number = 0
     async for raw in _each(lines):
@@ -230,7 +232,7 @@ async def import_lines(
         kind = line.get("kind")
         if kind == "run":
             if current is not None:
-                await _write(store, current, report, redactor, owner)
+                await _write(store, current, report, redactor, owner, erased)
             current = run_lines(line, number)
         elif kind == "event":
             if current is None:
@@ -238,21 +240,46 @@ async def import_lines(
             add_event(current, line, number)
         elif kind == "annotations":
             if current is not None:
-                await _write(store, current, report, None, owner)
+                await _write(store, current, report, None, owner, erased)
                 current = None
             try:
                 saved = _annotations(line)
             except (KeyError, TypeError, ValueError, AttributeError) as exc:
                 raise InputError(f"line {number}: annotations: {exc!r}") from exc
-            await store.restore_annotations(saved)
+            try:
+                await store.restore_annotations(saved)
+            except ThreadNotFound:
+                if saved.thread_id not in erased.threads:
+                    raise
+                continue  # the thread was erased, and its runs were not brought back
             report.annotations_restored += 1
         else:
             raise InputError(
                 f'line {number}: kind: must be "run", "event" or "annotations", got {kind!r}'
             )
     if current is not None:
-        await _write(store, current, report, redactor, owner)
+        await _write(store, current, report, redactor, owner, erased)
     return report
+
+
+@dataclass
+class _Erased:
+    runs: dict[str, float]  # run id -> when a purge erased it (the latest)
+    threads: set[str]
+
+
+async def _erased(store: EventStore) -> _Erased:
+    """What purges erased, from their tombstones: an export made before an erasure must
+    not bring it back."""
+    runs: dict[str, float] = {}
+    threads: set[str] = set()
+    for tombstone in await store.tombstones():
+        for thread in tombstone.detail:
+            threads.add(str(thread.get("threadId")))
+            for run in thread.get("runs", []):
+                run_id = str(run.get("runId"))
+                runs[run_id] = max(runs.get(run_id, 0.0), tombstone.at)
+    return _Erased(runs, threads)
 
 
 async def rebuild_summaries(store: EventStore, redactor: Redactor | None) -> int:
@@ -353,12 +380,19 @@ async def _write(
     report: ImportReport,
     redactor: Redactor | None = None,
     owner: str | None = None,
+    erased: _Erased | None = None,
 ) -> None:
     """Write one checked run: created with all its events and its status, or, when it is
     there already, only the events it lacks (and its status, if it was still running).
     The events and the close are one transaction, so a run created here is never seen
-    closed halfway by a reaper (nor resumed twice)."""
+    closed halfway by a reaper (nor resumed twice). A run a purge erased after it was
+    created (``erased``) is not brought back: counted, and left out."""
     check_complete(run)
+    purged_at = None if erased is None else erased.runs.get(run.run.run_id)
+    created = run.run.created_at
+    if purged_at is not None and (created is None or created <= purged_at):
+        report.runs_purged += 1
+        return
     if redactor is not None:
         _redact(run, redactor)
     run_id = run.run.run_id

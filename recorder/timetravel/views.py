@@ -117,6 +117,7 @@ def import_view(report: ImportReport) -> dict[str, Any]:
         "runsSkipped": report.runs_skipped,
         "eventsAdded": report.events_added,
         "annotationsRestored": report.annotations_restored,
+        "runsPurged": report.runs_purged,
     }
 
 

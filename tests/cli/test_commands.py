@@ -73,6 +73,7 @@ async def test_import_creates_a_database_and_is_idempotent_both_ways(
         "runsSkipped": 4,
         "eventsAdded": 0,
         "annotationsRestored": 0,
+        "runsPurged": 0,
     }
     # Through the server that recorded them: everything is there already.
     remote = await run_main(
@@ -83,6 +84,7 @@ async def test_import_creates_a_database_and_is_idempotent_both_ways(
         "runsSkipped": 4,
         "eventsAdded": 0,
         "annotationsRestored": 0,
+        "runsPurged": 0,
     }
     copied = await run_main("show", "t1", "--json", "--db", fresh)
     original = await run_main("show", "t1", "--json", "--db", recorded.db)

@@ -163,6 +163,7 @@ async def test_every_broken_file_is_one_line_naming_line_and_field_and_imports_n
         "runsSkipped": 0,
         "eventsAdded": 3,
         "annotationsRestored": 0,
+        "runsPurged": 0,
     }
     again = await run_main("import", str(good), "--db", db_url, "--json")
     assert json.loads(again.out) == {
@@ -170,6 +171,7 @@ async def test_every_broken_file_is_one_line_naming_line_and_field_and_imports_n
         "runsSkipped": 1,
         "eventsAdded": 0,
         "annotationsRestored": 0,
+        "runsPurged": 0,
     }
     store = await open_store(db_url)
     try:
@@ -203,6 +205,7 @@ async def test_a_run_broken_midway_imports_not_at_all_and_the_runs_before_it_do(
         "runsSkipped": 1,
         "eventsAdded": 5,
         "annotationsRestored": 0,
+        "runsPurged": 0,
     }
     assert await thread_count(db_url) == 2
 
@@ -260,6 +263,7 @@ async def test_the_same_file_imported_four_times_at_once_adds_each_event_once(
                 "runsSkipped": 1,
                 "eventsAdded": 0,
                 "annotationsRestored": 0,
+                "runsPurged": 0,
             }
 
 

@@ -7,7 +7,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from recorder.cli.context import Context
-from recorder.cli.local import open_database
+from recorder.cli.local import describe_database, open_database
 from recorder.cli.parser import Commands
 from recorder.client.transport import shown
 from recorder.config import RedactionConfig, RedactionRule
@@ -89,6 +89,9 @@ async def redact(context: Context) -> int:
         await store.close()
     answer = report.view()
     context.out.data(answer, lambda: _text(answer, args.dry_run))
+    context.out.detail(
+        f"{'read' if args.dry_run else 'rewrote'} the database {describe_database(settings.db)}"
+    )
     return 0
 
 

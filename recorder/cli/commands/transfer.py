@@ -65,6 +65,11 @@ async def import_(context: Context) -> int:
         lambda: (
             f"imported {report.runs_created} runs ({report.runs_skipped} already present), "
             f"{report.events_added} events"
+            + (
+                f"; {report.runs_purged} runs a purge erased were not brought back"
+                if report.runs_purged
+                else ""
+            )
         ),
     )
     return 0
