@@ -140,8 +140,8 @@ class PostgresDatabase:
             # one is sent again, like a read, on another connection when its connection is
             # found broken (a run's close changes nothing but its finish time then); any
             # other may have committed before the connection broke, and is not.
-            if idempotent:
-                return await self.read(body)
+            if idempotent:  # (a write: never let go past a read's deadline, still running)
+                return await self._read(body)
             async with self._pool.acquire() as conn:
                 return await drive(conn, body(), transaction=False)
         try:
@@ -152,8 +152,10 @@ class PostgresDatabase:
         async with self._pool.acquire() as conn:
             return await drive(conn, body(), transaction=True)
 
-    async def read(self, body: Callable[[], Body[T]], *, small: bool = False) -> T:
-        if self._read_deadline is None:
+    async def read(
+        self, body: Callable[[], Body[T]], *, small: bool = False, patient: bool = False
+    ) -> T:
+        if self._read_deadline is None or patient:
             return await self._read(body)
         return await within(self._read(body), self._read_deadline)
 

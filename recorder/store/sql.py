@@ -96,6 +96,8 @@ class Database(Protocol):
     on another connection, when its connection is found broken, only if ``idempotent``.
     ``one_trip``: the database has the functions of ``calls.py`` (PostgreSQL, migrated).
     ``small`` (a read): a few rows found by key, which SQLite reads on the event loop.
+    ``patient`` (a read): one that may take long on a healthy database (it walks the whole
+    log), given no read deadline.
     ``scrub`` leaves no byte of what was deleted or overwritten in the database's own
     files where it can (SQLite: its WAL checkpointed and emptied), after a purge or rewrite.
     """
@@ -115,7 +117,9 @@ class Database(Protocol):
         alone: bool = False,
         idempotent: bool = False,
     ) -> T: ...
-    async def read(self, body: Callable[[], Body[T]], *, small: bool = False) -> T: ...
+    async def read(
+        self, body: Callable[[], Body[T]], *, small: bool = False, patient: bool = False
+    ) -> T: ...
     async def migrate(self) -> None: ...
     async def scrub(self) -> None: ...
     async def listen(self, wake: asyncio.Event) -> None: ...
@@ -481,10 +485,10 @@ class SqlStore:
         marks: Mapping[str, int] | None = None,
     ) -> ChainReport:
         wanted = dict(marks or {})
-        return await self._read(lambda: verify.verify(thread_ids, run_ids, wanted))
+        return await self._read(lambda: verify.verify(thread_ids, run_ids, wanted), patient=True)
 
     async def heads(self) -> Heads:
-        return await self._read(lambda: verify.heads(time.time()))
+        return await self._read(lambda: verify.heads(time.time()), patient=True)
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -639,6 +643,8 @@ class SqlStore:
             with store_errors(self.database.classify):
                 await self.database.scrub()
 
-    async def _read(self, body: Callable[[], Body[T]], *, small: bool = False) -> T:
+    async def _read(
+        self, body: Callable[[], Body[T]], *, small: bool = False, patient: bool = False
+    ) -> T:
         with store_errors(self.database.classify):
-            return await self.database.read(body, small=small)
+            return await self.database.read(body, small=small, patient=patient)

@@ -148,7 +148,9 @@ class SQLiteDatabase:
             lambda conn: drive(conn, body()), small=small, written=size + _ROW_BYTES * events
         )
 
-    async def read(self, body: Callable[[], Body[T]], *, small: bool = False) -> T:
+    async def read(
+        self, body: Callable[[], Body[T]], *, small: bool = False, patient: bool = False
+    ) -> T:
         if self._readers is None:
             return await self._writer.run(lambda conn: drive(conn, body()), transaction=False)
         if small:

@@ -8,6 +8,7 @@ import time
 import pytest
 
 from recorder.errors import StoreUnavailable
+from recorder.store import NewEvent, NewRun, open_store
 from recorder.store.deadline import within
 
 
@@ -54,3 +55,21 @@ async def test_the_works_failure_is_the_callers() -> None:
 
     with pytest.raises(StoreUnavailable, match="gone"):
         await within(failing(), 5)
+
+
+@pytest.mark.postgres
+async def test_writes_and_whole_log_reads_are_not_cut_by_the_read_deadline(pg_url: str) -> None:
+    """The deadline is for a read's answer: a write (the single-statement ones too, which
+    are sent again like reads) is never let go still running, and a read that walks the
+    whole log (verify, the heads of a receipt) may take long on a healthy database."""
+    store = await open_store(pg_url, migrate=True, read_deadline=1e-9)
+    try:
+        await store.create_run(NewRun("r1", "t1"))
+        await store.append("r1", [NewEvent(b'{"type":"CUSTOM","name":"x","value":1}', "CUSTOM")])
+        await store.set_status("r1", "finished")
+        assert (await store.verify_chains()).ok
+        assert "t1" in (await store.heads()).threads
+        with pytest.raises(StoreUnavailable, match="did not answer within 1e-09 s"):
+            await store.get_run("r1")
+    finally:
+        await store.close()
