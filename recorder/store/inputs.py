@@ -309,7 +309,8 @@ class ChunkCache:
     one is put in the young one again. What was used since the last turn-over survives it,
     so a full cache sheds what nobody asked for lately instead of everything at once.
     Shared by the reader threads: each operation on a dict, and each swap of the two, is
-    atomic, and a lost update costs only a read.
+    atomic; a lost update costs a read, or a count a little off (two threads turning it
+    over at once may drop both generations; its size may be undercounted by an entry).
 
     It also keeps, for each node it was asked to join, the bytes under it as spans: for a
     level-1 node its leaves joined in order, one span; for a node above, its level-1
@@ -364,12 +365,17 @@ class ChunkCache:
             self._young.chunks[chunk.hash] = chunk
 
     def _put_spans(self, key: bytes, spans: tuple[bytes, ...], *, level: int) -> None:
-        # A level-1 node's span is new bytes; above, the spans are its descendants' (level
-        # 0: not known, counted as new bytes when one span).
-        one = level == 1 or (level == 0 and len(spans) == 1)
-        if key not in self._young.spans and self._room(
-            (len(spans[0]) if one else 8 * len(spans)) + 100
-        ):
+        # A level-1 node's span is new bytes; above, the spans are its descendants', kept
+        # here as references: counted once, in the entries of the same generation. An
+        # entry moved from the old generation (level 0) is counted with every byte it
+        # holds: its descendants' entries may age out while it keeps their bytes alive.
+        if level == 1:
+            cost = len(spans[0])
+        elif level == 0:
+            cost = sum(map(len, spans))
+        else:
+            cost = 8 * len(spans)
+        if key not in self._young.spans and self._room(cost + 100):
             self._young.spans[key] = spans
 
     def _room(self, cost: int) -> bool:

@@ -138,3 +138,22 @@ def test_what_a_generation_cannot_hold_is_not_kept() -> None:
     cache.put([big])
     assert cache.get(big.hash) is None
     assert cache.size == 0
+
+
+def test_spans_moved_from_the_old_generation_count_the_bytes_they_hold() -> None:
+    """A node above level 1 keeps its descendants' spans by reference: moved to the young
+    generation alone (its descendants never asked for again), it keeps their bytes alive,
+    and is counted with them, so the budget still bounds the memory."""
+    budget = 200_000
+    cache = ChunkCache(budget)
+    leaves = tuple(bytes([n]) * 10_000 for n in range(4))
+    for n, leaf in enumerate(leaves):
+        cache.keep_spans(b"leaf%d" % n, (leaf,), level=1)
+    cache.keep_spans(b"root", leaves, level=2)
+    for n in range(10):  # the rest ages out; the root is asked for each time
+        cache.put([_chunk(n * 1000 + i) for i in range(40)])
+        assert cache.spans(b"root") == leaves
+    assert all(cache.spans(b"leaf%d" % n) is None for n in range(4))
+    held = sum(map(len, leaves))
+    assert cache.size >= held  # what the root keeps alive is counted
+    assert cache.size <= budget
