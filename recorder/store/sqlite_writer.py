@@ -63,7 +63,7 @@ class SQLiteWriter:
     _CHECKPOINT_BYTES = 4 * 1024 * 1024
     _COMMIT_BYTES = 40 * 1024  # WAL a small commit writes (its rows' pages and indexes')
     _WAL_FRAMES = 1024  # pages in the WAL (4 MB) past which it must start over
-    _SCRUB_WAIT_MS = 2000  # how long a scrub waits for readers and writers to let it run
+    _SCRUB_WAIT_MS = 250  # how long a scrub may hold writers back, waiting for readers
 
     def __init__(
         self,

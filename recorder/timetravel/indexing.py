@@ -295,6 +295,13 @@ def _posted_ids(run: Run) -> list[str]:
 _POSTED = ("user", "tool")
 
 
+def _posted_text(message: dict[str, Any]) -> str:
+    text = _text(message.get("content"))
+    if message.get("role") == "tool":
+        text = _unescaped(text)
+    return text[:MAX_DOC_CHARS]
+
+
 def posted_messages(run: Run) -> list[SearchDoc]:
     """The user messages and tool results at the end of the run's posted input: what this
     turn added (a frontend's tool runs in the browser: its result is posted, never
@@ -313,10 +320,7 @@ def posted_messages(run: Run) -> list[SearchDoc]:
         trailing.append(message)
     docs = []
     for message in reversed(trailing):
-        text = _text(message.get("content"))
-        if message.get("role") == "tool":
-            text = _unescaped(text)
-        text = text[:MAX_DOC_CHARS]
+        text = _posted_text(message)
         if not text.strip():
             continue
         message_id = message.get("id")
@@ -431,13 +435,15 @@ class Indexer:
                 return done
 
     async def _new_in_input(self, run: Run, posted: list[SearchDoc]) -> list[SearchDoc]:
-        """``posted`` but what the run's parent ended with (at the point it branched off):
-        a backend tool's result, recorded and indexed with its call, comes back in the
-        next turn's input; so does a message posted again (a regenerated turn)."""
+        """``posted`` but what the run's parent, in the same thread, ended with (at the
+        point it branched off), unchanged: a backend tool's result, recorded and indexed
+        with its call, comes back in the next turn's input; so does a message posted again
+        (a regenerated turn). A fork into a new thread keeps its history: its thread holds
+        it (and keeps it if the parent's thread is purged)."""
         if not posted or run.parent_run_id is None or run.parent_run_id == run.run_id:
             return posted
         try:
-            _, before = await self._history.state(run.parent_run_id, run.parent_seq)
+            parent, before = await self._history.state(run.parent_run_id, run.parent_seq)
         except RunNotFound:  # purged: what it held is not indexed either
             return posted
         except StoreError:
@@ -445,8 +451,10 @@ class Indexer:
         except Exception as exc:  # a bug here must not hold every later run back
             LOG.error("cannot project run %s: %s", run.parent_run_id, exc, exc_info=exc)
             return posted
-        known = {m.get("id") for m in before.messages if isinstance(m, dict)}
-        return [doc for doc in posted if doc.message_id is None or doc.message_id not in known]
+        if parent.thread_id != run.thread_id:
+            return posted
+        known = {m.get("id"): _posted_text(m) for m in before.messages if isinstance(m, dict)}
+        return [doc for doc in posted if known.get(doc.message_id) != doc.text]
 
     async def reindex(self) -> int:
         """Drop the index and build it again from the log; how many runs were indexed."""

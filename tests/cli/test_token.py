@@ -53,15 +53,15 @@ async def test_a_token_a_header_cannot_carry_is_refused_without_being_shown() ->
     a word; one with a newline or an accent fails every request, quoted in the error."""
     for given, said in [
         ("", "empty: give a token, or leave it unset for no authentication"),
-        ("abc\n", "a token is printable ASCII"),
-        ("sécret", "a token is printable ASCII"),
+        ("zzqtoken\n", "a token is printable ASCII"),
+        ("zzqsécret", "a token is printable ASCII"),
     ]:
         served = await recorder("serve", "--port", "0", "--api-token", given)
         asked = await recorder("threads", "--url", "http://127.0.0.1:9", "--token", given)
         for done in (served, asked):
             assert done.code == 2 and said in done.err, done.err
             assert "Traceback" not in done.err
-            assert not given or given not in done.err
+            assert "zzq" not in done.err
     hashed = await recorder("token", "hash", stdin=b"\xff\n")
     assert hashed.code == 2 and "token hash: a token is printable ASCII" in hashed.err
     assert "Traceback" not in hashed.err

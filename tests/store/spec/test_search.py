@@ -213,6 +213,16 @@ async def test_what_the_log_holds_is_not_indexed_again_as_posted(store: EventSto
     await Indexer(store).reindex()
     assert await hits(store, "drizzle") == [("r1", "tool_call", 1)]
     assert await hits(store, "tomorrow") == [("r2", "input", -1)]
+    # A fork into a new thread holds its history there: indexed in it. A message posted
+    # again with its text changed (its id kept) is new text: indexed too.
+    edited = {**follow_up, "content": "and the day after in Lyon"}
+    for run, thread, parent, last in (("f1", "t2", "r2", follow_up), ("r4", "t1", "r3", edited)):
+        body = posted(thread, run, *history, last)
+        await store.create_run(NewRun(run, thread, "support", body, parent_run_id=parent))
+        await store.set_status(run, "finished")
+    await Indexer(store).index_pending()
+    assert await hits(store, "tomorrow", thread_id="t2") == [("f1", "input", -1)]
+    assert await hits(store, "day after") == [("r4", "input", -1)]
 
 
 @pytest.mark.parametrize(
