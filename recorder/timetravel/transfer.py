@@ -19,7 +19,7 @@ from typing import Any
 
 import orjson
 
-from recorder.errors import Conflict, InputError, RunNotFound, ThreadNotFound
+from recorder.errors import Conflict, InputError, RunNotFound
 from recorder.redaction import RUN_INPUT, Redactor, error_redacted, redact
 from recorder.redaction.streamed import split_secrets
 from recorder.store import Annotations, EventStore, Note, Redacted, Run, ThreadFilter
@@ -246,12 +246,17 @@ async def import_lines(
                 saved = _annotations(line)
             except (KeyError, TypeError, ValueError, AttributeError) as exc:
                 raise InputError(f"line {number}: annotations: {exc!r}") from exc
-            try:
-                await store.restore_annotations(saved)
-            except ThreadNotFound:
-                if saved.thread_id not in erased.threads:
-                    raise
-                continue  # the thread was erased, and its runs were not brought back
+            purged_at = erased.threads.get(saved.thread_id)
+            if purged_at is not None:  # what was annotated before the erasure stays erased
+                saved = Annotations(
+                    saved.thread_id,
+                    [t for t in saved.tags if t.updated_at > purged_at],
+                    [n for n in saved.notes if n.created_at > purged_at],
+                    [s for s in saved.scores if s.updated_at > purged_at],
+                )
+                if not (saved.tags or saved.notes or saved.scores):
+                    continue
+            await store.restore_annotations(saved)
             report.annotations_restored += 1
         else:
             raise InputError(
@@ -265,17 +270,18 @@ async def import_lines(
 @dataclass
 class _Erased:
     runs: dict[str, float]  # run id -> when a purge erased it (the latest)
-    threads: set[str]
+    threads: dict[str, float]  # thread id -> the same
 
 
 async def _erased(store: EventStore) -> _Erased:
     """What purges erased, from their tombstones: an export made before an erasure must
     not bring it back."""
     runs: dict[str, float] = {}
-    threads: set[str] = set()
+    threads: dict[str, float] = {}
     for tombstone in await store.tombstones():
         for thread in tombstone.detail:
-            threads.add(str(thread.get("threadId")))
+            thread_id = str(thread.get("threadId"))
+            threads[thread_id] = max(threads.get(thread_id, 0.0), tombstone.at)
             for run in thread.get("runs", []):
                 run_id = str(run.get("runId"))
                 runs[run_id] = max(runs.get(run_id, 0.0), tombstone.at)

@@ -35,8 +35,11 @@ async def test_an_import_does_not_bring_back_what_a_purge_erased(store: EventSto
         pass
     else:
         raise AssertionError("an erased thread came back")
-    # The same thread id, used again after the erasure, is a new conversation: it imports.
+    # The same thread id, used again after the erasure, is a new conversation: it imports,
+    # and the erased thread's annotations are not put on it by the export from before.
     await _thread(store, "erase-me", ["e3"], created_at=10**10)
+    assert (await import_lines(store, before)).runs_purged == 2
+    assert (await store.annotations("erase-me")).tags == []
     later = [line async for line in export_lines(store, ["erase-me"])]
     await store.purge(PurgeSelection(thread_ids=("keep-me",)), actor="t", reason=None)
     again = await import_lines(store, later)
