@@ -505,7 +505,7 @@ async def test_an_export_read_by_head_ends_quietly(recorded: Recorded) -> None:
         assert err == b"", err.decode()
 
 
-async def test_options_between_positionals_are_taken(recorded: Recorded) -> None:
+async def test_options_between_positionals_are_taken(recorded: Recorded, tmp_path: Path) -> None:
     """The usage lists options first, so they come there; a positional of several values
     after them was refused as unrecognized."""
     db = ("--db", recorded.db)
@@ -513,10 +513,12 @@ async def test_options_between_positionals_are_taken(recorded: Recorded) -> None
         ("tag", "t1", "--run", "t1-r1", "k=v", "k2=v2"),
         ("note", "t1", "--author", "me", "some text"),
         ("score", "t1", "--author", "me", "3"),
-        ("export", "t1", "--out", "-", "t2"),
+        ("export", "t1", "--out", str(tmp_path / "both.jsonl"), "t2"),
     ]:
         done = await run_main(*words, *db)
         assert done.code == 0, (words, done.err)
+    exported = (tmp_path / "both.jsonl").read_text()
+    assert '"threadId":"t1"' in exported and '"threadId":"t2"' in exported
     saved = json.loads((await run_main("annotations", "t1", "--json", *db)).out)
     assert saved["runs"]["t1-r1"]["tags"] == {"k": "v", "k2": "v2"}
     assert [(n["author"], n["text"]) for n in saved["notes"]] == [("me", "some text")]
