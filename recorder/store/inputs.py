@@ -354,27 +354,21 @@ class ChunkCache:
         if found is None:
             found = self._old.spans.get(key)
             if found is not None:
-                self._put_spans(key, found, level=0)
+                # Moved alone, it keeps its descendants' bytes alive after their own
+                # entries age out: counted with every byte it holds.
+                self._put_spans(key, found, sum(map(len, found)))
         return found
 
     def keep_spans(self, key: bytes, spans: tuple[bytes, ...], *, level: int) -> None:
-        self._put_spans(key, spans, level=level)
+        # A level-1 node's span is new bytes; above, the spans are its descendants', kept
+        # here as references: counted once, in their own entries of this generation.
+        self._put_spans(key, spans, len(spans[0]) if level == 1 else 8 * len(spans))
 
     def _put_chunk(self, chunk: Chunk) -> None:
         if chunk.hash not in self._young.chunks and self._room(len(chunk.data) + 100):
             self._young.chunks[chunk.hash] = chunk
 
-    def _put_spans(self, key: bytes, spans: tuple[bytes, ...], *, level: int) -> None:
-        # A level-1 node's span is new bytes; above, the spans are its descendants', kept
-        # here as references: counted once, in the entries of the same generation. An
-        # entry moved from the old generation (level 0) is counted with every byte it
-        # holds: its descendants' entries may age out while it keeps their bytes alive.
-        if level == 1:
-            cost = len(spans[0])
-        elif level == 0:
-            cost = sum(map(len, spans))
-        else:
-            cost = 8 * len(spans)
+    def _put_spans(self, key: bytes, spans: tuple[bytes, ...], cost: int) -> None:
         if key not in self._young.spans and self._room(cost + 100):
             self._young.spans[key] = spans
 

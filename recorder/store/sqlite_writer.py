@@ -125,18 +125,17 @@ class SQLiteWriter:
             self._committed(written)
         return result
 
-    async def scrub(self) -> bool:
+    async def scrub(self) -> None:
         """The WAL copied into the database and emptied (a TRUNCATE checkpoint, on the
         checkpoints' connection): the pages a purge or rewrite freed or overwrote are then
         zeroed in the file (``secure_delete``), and their old images in the WAL gone.
-        Whether it got that far: it waits for readers on an older snapshot (and holds off
-        writers meanwhile) at most ``_SCRUB_WAIT_MS``; if they are not done by then, the
-        later checkpoints copy and overwrite what it could not. Without a WAL (in memory)
-        there is nothing to do."""
+        It waits for readers on an older snapshot (and holds off writers meanwhile) at most
+        ``_SCRUB_WAIT_MS``; if they are not done by then, the later checkpoints copy and
+        overwrite what it could not. Without a WAL (in memory) there is nothing to do."""
         if self._checkpointer is None or self._closing:
-            return True
+            return
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._checkpointer, self._truncate)
+        await loop.run_in_executor(self._checkpointer, self._truncate)
 
     def read_inline(self, work: Callable[[sqlite3.Connection], T]) -> tuple[bool, T | None]:
         """``work`` (a read) right here on the loop's connection, outside any transaction:
@@ -206,25 +205,24 @@ class SQLiteWriter:
         """A checkpoint on the checkpoints' connection, writers going on: the pages the WAL
         holds (0 when it could not run: a later one will do what this one could not)."""
         try:
-            if self._checkpoints is None:
-                assert self._connect_checkpoints is not None
-                self._checkpoints = self._connect_checkpoints()
-            row = self._checkpoints.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+            row = self._checkpoint_connection().execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
         except sqlite3.Error:
             return 0
         return int(row[1]) if row is not None else 0
 
-    def _truncate(self) -> bool:
+    def _truncate(self) -> None:
+        conn = self._checkpoint_connection()
+        conn.execute(f"PRAGMA busy_timeout={self._SCRUB_WAIT_MS}")
+        try:
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        finally:
+            conn.execute("PRAGMA busy_timeout=30000")
+
+    def _checkpoint_connection(self) -> sqlite3.Connection:
         if self._checkpoints is None:
             assert self._connect_checkpoints is not None
             self._checkpoints = self._connect_checkpoints()
-        conn = self._checkpoints
-        conn.execute(f"PRAGMA busy_timeout={self._SCRUB_WAIT_MS}")
-        try:
-            busy, _, _ = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
-        finally:
-            conn.execute("PRAGMA busy_timeout=30000")
-        return not busy
+        return self._checkpoints
 
     def _checkpoint_locked(self) -> None:
         with contextlib.suppress(sqlite3.Error):  # a later one will do what this one could not
